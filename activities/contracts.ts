@@ -1,0 +1,128 @@
+// The serialisable contracts that cross the workflow/activity boundary: the seam's content
+// vocabulary, the resolved request a run carries, and each activity's input and output.
+// Plain data only (no classes, functions, Maps or Dates), so history and continue-as-new stay simple.
+// Workflows import this module by type; it imports nothing.
+
+export interface TextBlock {
+  type: 'text';
+  text: string;
+}
+export interface ReasoningBlock {
+  type: 'reasoning';
+  text: string;
+}
+export interface ToolCallBlock {
+  type: 'tool-call';
+  id: string;
+  name: string;
+  /** The raw JSON argument string, as the model produced it. */
+  arguments: string;
+}
+export interface ToolResultBlock {
+  type: 'tool-result';
+  toolCallId: string;
+  content: ContentBlock[];
+  isError?: boolean;
+}
+
+/** Merge-extensible: a provider may add block kinds through declaration merging. */
+export interface ContentBlockMap {
+  text: TextBlock;
+  reasoning: ReasoningBlock;
+  'tool-call': ToolCallBlock;
+  'tool-result': ToolResultBlock;
+}
+export type ContentBlock = ContentBlockMap[keyof ContentBlockMap];
+
+/** Merge-extensible; consumers treat a reason they do not know as a failure. */
+export interface SubagentStopReasonMap {
+  completed: 'completed';
+  aborted: 'aborted';
+  error: 'error';
+  'max-tokens': 'max-tokens';
+  refusal: 'refusal';
+}
+export type SubagentStopReason = SubagentStopReasonMap[keyof SubagentStopReasonMap];
+
+export interface SubagentResult {
+  /** The child's final assistant output in this segment; may be partial unless `completed`. */
+  output: ContentBlock[];
+  /** Present only when the request carried an `outputSchema` and the provider honoured it. */
+  structured?: unknown;
+  stopReason: SubagentStopReason;
+  /** Failure detail that is not assistant output (an error message, a stderr tail). */
+  diagnostic?: string;
+}
+
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+export type JsonObject = { [key: string]: JsonValue };
+
+export interface SubagentToolFilter {
+  allow?: string[];
+  deny?: string[];
+}
+
+/** The live parent agent reduced to what crosses the wire. */
+export interface SubagentParentRef {
+  agentId: string;
+  sessionId?: string;
+  cwd?: string;
+  /** The parent's own delegation depth (0 for a top-level agent). */
+  depth: number;
+  model?: string;
+  /** The run id when the parent is itself a durable subagent run. */
+  runId?: string;
+}
+
+/** A start request after validation: every field checked, defaults applied, the parent serialised. */
+export interface ResolvedSubagentRequest {
+  prompt: ContentBlock[];
+  parent: SubagentParentRef;
+  /** This child's depth: parent depth + 1. */
+  depth: number;
+  agentOptions?: JsonObject;
+  outputSchema?: JsonObject;
+  maxDepth?: number;
+  toolFilter?: SubagentToolFilter;
+}
+
+/** One entry of a child's conversation as the run workflow keeps it. Append-only. */
+export type TranscriptEntry =
+  | { kind: 'user'; content: ContentBlock[] }
+  | { kind: 'assistant'; id: string; content: ContentBlock[]; stopReason: SubagentStopReason };
+
+/** Input of the `subagentTurn` activity: one turn of a turn-based provider. */
+export interface TurnActivityInput {
+  provider: string;
+  runId: string;
+  segment: number;
+  /** Turn number over the child's whole life (resumes continue the count). */
+  turn: number;
+  /** The user messages this turn answers: the prompt, steering messages or resume content, in order. */
+  input: ContentBlock[][];
+  /**
+   * The conversation recorded before this turn, by reference: its length and the id of its last
+   * assistant entry. A worker whose cache does not match exactly fetches it from the workflow.
+   */
+  transcript: { length: number; lastAssistantId?: string };
+  /** Sent with a run's first turn only; later turns read it from the worker's cache or the workflow. */
+  request?: ResolvedSubagentRequest;
+}
+
+/** What a provider's turn produces. */
+export interface SubagentTurnResult {
+  output: ContentBlock[];
+  stopReason: SubagentStopReason;
+  diagnostic?: string;
+}
+
+export interface TurnActivityResult extends SubagentTurnResult {
+  /** Names this output in the conversation, so a worker can tell whether its cache is current. */
+  outputId: string;
+}
+
+/** What `runContextQuery` returns: the run's request and its whole conversation. */
+export interface RunContextSnapshot {
+  request: ResolvedSubagentRequest;
+  entries: TranscriptEntry[];
+}

@@ -1,0 +1,79 @@
+// The worker-side contract of a durable provider: what a worker hosts so runs can use it.
+// A provider runs its child one turn at a time; the run workflow calls `runTurn` as an activity.
+import type {
+  ContentBlock,
+  ResolvedSubagentRequest,
+  SubagentTurnResult,
+  TranscriptEntry,
+} from './contracts';
+
+export interface SubagentCapabilities {
+  outputSchema: boolean;
+  depthLimit: boolean;
+  toolFilter: boolean;
+}
+
+/** Durations in milliseconds or as Temporal duration strings ('10s', '30 minutes'). */
+export type SubagentDuration = number | string;
+
+/** Per-run Temporal settings; every field has a documented default (README, Settings). */
+export interface SubagentRunSettings {
+  /** How long a settled run stays resumable. Default 24 hours. */
+  resumeWindow?: SubagentDuration;
+  /** Start-to-close timeout of one turn activity. Default 30 minutes. */
+  turnTimeout?: SubagentDuration;
+  /** A turn whose worker stops heartbeating this long is retried elsewhere. Default 10 seconds. */
+  heartbeatTimeout?: SubagentDuration;
+  retry?: {
+    initialInterval?: SubagentDuration;
+    backoffCoefficient?: number;
+    maximumInterval?: SubagentDuration;
+    /** Attempts per turn, counting crashes of the worker. Default 10. */
+    maximumAttempts?: number;
+  };
+}
+
+/**
+ * What the facade knows of a provider: enough to validate a request before any run exists and to
+ * route it. Workers host the implementation (`SubagentTurnProvider`) under the same name.
+ */
+export interface SubagentProviderDescriptor {
+  readonly name: string;
+  readonly capabilities: SubagentCapabilities;
+  /** Descriptive: whether the child sees the parent's conversation (fork) or not (spawn). */
+  readonly inheritsParentContext: boolean;
+  /** Runs take `sendMessage`: messages reach the child at its next turn boundary. */
+  readonly steering?: boolean;
+  /** Settled runs park for `resume`, which continues the same child. */
+  readonly resumable?: boolean;
+  /** The task queue of the workers hosting it; default `subagents.<name>`. */
+  readonly taskQueue?: string;
+  /** Overrides of the service's run settings for this provider. */
+  readonly runSettings?: SubagentRunSettings;
+}
+
+export interface SubagentTurnContext {
+  readonly runId: string;
+  readonly segment: number;
+  readonly turn: number;
+  /** 1 on the first try; higher after a crash or a retryable failure. */
+  readonly attempt: number;
+  readonly request: ResolvedSubagentRequest;
+  /** Aborts when the run is cancelled or disposed; wire it into every call the turn makes. */
+  readonly signal: AbortSignal;
+  /** The conversation before this turn (earlier prompts, messages and outputs, all segments). */
+  transcript(): Promise<readonly TranscriptEntry[]>;
+  /** Record progress; retries read it back as `lastHeartbeat`. The host heartbeats on its own too. */
+  heartbeat(details?: unknown): void;
+  readonly lastHeartbeat: unknown;
+}
+
+/**
+ * A provider implementation hosted by a worker. `runTurn` answers the user messages of one turn.
+ * It resolves with a stop reason for every child-level outcome, failures included. A throw means
+ * "retry this turn" (bounded by the run's retry policy) unless it is an `ApplicationFailure`
+ * marked non-retryable, which ends the segment with `error` at once.
+ */
+export interface SubagentTurnProvider extends SubagentProviderDescriptor {
+  runTurn(input: ContentBlock[][], context: SubagentTurnContext): Promise<SubagentTurnResult>;
+}

@@ -1,0 +1,39 @@
+// The public API: the subagent seam, durable on Temporal.
+export * from './types';
+export {
+  HarnessError,
+  SUBAGENT_ERROR_CODES,
+  SubagentDepthError,
+  SubagentError,
+  isSubagentError,
+  type SubagentErrorCode,
+} from './errors';
+export { TemporalSubagentService, type TemporalSubagentServiceOptions } from './service';
+export type { SubagentEventListener, SubagentEventName, SubagentServiceEvents } from './events';
+export { createSubagentWorker, bundleSubagentWorkflows, type SubagentWorker, type SubagentWorkerOptions } from './worker';
+export { startDevServer, resolveTemporalBinary, freePort, type DevServer, type DevServerOptions } from './dev-server';
+export {
+  connectTemporal,
+  temporalSettingsFromEnv,
+  type ConnectTemporalOptions,
+  type TemporalConnectionSettings,
+  type TemporalEnvironment,
+} from './config';
+export { DEFAULT_RUN_SETTINGS } from './settings';
+export { defaultTaskQueue, RUN_ID_PREFIX } from './constants';
+export {
+  createScriptedProvider,
+  DEFAULT_SCRIPTED_REPLY,
+  type ScriptedAgentOptions,
+  type ScriptedProviderOptions,
+  type ScriptedTurn,
+  type ScriptedTurnEvent,
+} from './providers/scripted';
+export { hostSeamProvider, type HostSeamProviderOptions } from './providers/seam-adapter';
+export {
+  subagentRunWorkflow,
+  type SegmentOutcome,
+  type SubagentRunInput,
+  type SubagentRunOutcome,
+  type SubagentRunStatus,
+} from '../workflows/subagent-run';

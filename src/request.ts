@@ -1,0 +1,178 @@
+// Validation and resolution of what callers pass in, before anything durable exists. Every
+// malformed field is a synchronous `SubagentError('INVALID_REQUEST')` naming the field.
+import type { ContentBlock, JsonObject, ResolvedSubagentRequest, SubagentParentRef } from '../activities/contracts';
+import { SubagentDepthError, SubagentError } from './errors';
+import type { SubagentStartRequest } from './types';
+
+/** Checks a start request and returns its wire form: plain JSON, parent serialised, depth computed. */
+export function resolveStartRequest(request: SubagentStartRequest): ResolvedSubagentRequest {
+  if (!isPlainObject(request)) invalid('the start request must be an object');
+  const prompt = contentBlocks(request.prompt, 'request.prompt');
+  const parent = parentRef(request.parent);
+  if (request.signal !== undefined && !isAbortSignal(request.signal)) invalid('request.signal must be an AbortSignal');
+  const agentOptions = optionalJsonObject(request.agentOptions, 'request.agentOptions');
+  const outputSchema = optionalJsonObject(request.outputSchema, 'request.outputSchema');
+  const maxDepth = request.maxDepth;
+  if (maxDepth !== undefined && !isNonNegativeInteger(maxDepth)) {
+    invalid(`request.maxDepth must be a non-negative integer (got ${describe(maxDepth)})`);
+  }
+  const toolFilter = request.toolFilter === undefined ? undefined : toolFilterOf(request.toolFilter);
+
+  const depth = parent.depth + 1;
+  if (maxDepth !== undefined && depth > maxDepth) throw new SubagentDepthError(depth, maxDepth);
+
+  return omitUndefined({ prompt, parent, depth, agentOptions, outputSchema, maxDepth, toolFilter });
+}
+
+/** Checks message or resume content: a non-empty array of content blocks, plain JSON. */
+export function contentBlocks(value: unknown, path: string): ContentBlock[] {
+  if (!Array.isArray(value) || value.length === 0) invalid(`${path} must be a non-empty array of content blocks`);
+  value.forEach((block, index) => checkBlock(block, `${path}[${index}]`));
+  return jsonCopy(value as ContentBlock[]);
+}
+
+/** The serialised size a value will have as a Temporal JSON payload. */
+export function payloadBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value));
+}
+
+export function assertPayloadWithin(value: unknown, limit: number, what: string): void {
+  const size = payloadBytes(value);
+  if (size > limit) {
+    throw new SubagentError(
+      `${what} is ${size} bytes; the limit is ${limit} bytes (Temporal refuses payloads over 2 MiB)`,
+      'PAYLOAD_TOO_LARGE',
+    );
+  }
+}
+
+function checkBlock(block: unknown, path: string): void {
+  if (!isPlainObject(block) || typeof block.type !== 'string') invalid(`${path} must be a content block object with a string "type"`);
+  const strings: Record<string, string[]> = {
+    text: ['text'],
+    reasoning: ['text'],
+    'tool-call': ['id', 'name', 'arguments'],
+    'tool-result': ['toolCallId'],
+  };
+  for (const key of strings[block.type] ?? []) {
+    if (typeof block[key] !== 'string') invalid(`${path}.${key} must be a string (a "${block.type}" block)`);
+  }
+  if (block.type === 'tool-result') {
+    if (!Array.isArray(block.content)) invalid(`${path}.content must be an array of content blocks`);
+    block.content.forEach((inner, index) => checkBlock(inner, `${path}.content[${index}]`));
+    if (block.isError !== undefined && typeof block.isError !== 'boolean') invalid(`${path}.isError must be a boolean`);
+  }
+  const notJson = jsonViolation(block, path);
+  if (notJson) invalid(notJson);
+}
+
+function parentRef(parent: unknown): SubagentParentRef {
+  if (!isPlainObject(parent) || typeof parent.id !== 'string' || parent.id === '') {
+    invalid('request.parent is required: the delegating agent, at least { id: string }');
+  }
+  const options = parent.options;
+  if (options !== undefined && !isPlainObject(options)) invalid('request.parent.options must be an object');
+  const depth = options?.subagentDepth ?? 0;
+  if (!isNonNegativeInteger(depth)) {
+    invalid(`request.parent.options.subagentDepth must be a non-negative integer (got ${describe(depth)})`);
+  }
+  const model = options?.model;
+  if (model !== undefined && typeof model !== 'string') invalid('request.parent.options.model must be a string');
+  const header = isPlainObject(parent.session) ? parent.session.header : undefined;
+  if (parent.session !== undefined && !(isPlainObject(header) && typeof header.id === 'string')) {
+    invalid('request.parent.session must be { header: { id: string, cwd?: string } }');
+  }
+  const cwd = header?.cwd;
+  if (cwd !== undefined && typeof cwd !== 'string') invalid('request.parent.session.header.cwd must be a string');
+  if (parent.runId !== undefined && typeof parent.runId !== 'string') invalid('request.parent.runId must be a string');
+  return omitUndefined({
+    agentId: parent.id,
+    sessionId: header?.id as string | undefined,
+    cwd: cwd as string | undefined,
+    depth,
+    model: model as string | undefined,
+    runId: parent.runId as string | undefined,
+  });
+}
+
+function toolFilterOf(filter: unknown): ResolvedSubagentRequest['toolFilter'] {
+  if (!isPlainObject(filter)) invalid('request.toolFilter must be { allow?: string[], deny?: string[] }');
+  for (const key of Object.keys(filter)) {
+    if (key !== 'allow' && key !== 'deny') invalid(`request.toolFilter.${key} is not a filter field (allow, deny)`);
+    const names = filter[key];
+    if (names !== undefined && !(Array.isArray(names) && names.every((name) => typeof name === 'string'))) {
+      invalid(`request.toolFilter.${key} must be an array of tool names (strings)`);
+    }
+  }
+  return jsonCopy(filter) as ResolvedSubagentRequest['toolFilter'];
+}
+
+function optionalJsonObject(value: unknown, path: string): JsonObject | undefined {
+  if (value === undefined) return undefined;
+  if (!isPlainObject(value)) invalid(`${path} must be a plain object`);
+  const notJson = jsonViolation(value, path);
+  if (notJson) invalid(notJson);
+  return jsonCopy(value as JsonObject);
+}
+
+/** The first place where `value` is not JSON data, or undefined when it all is. */
+export function jsonViolation(value: unknown, path: string, stack: object[] = []): string | undefined {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return undefined;
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : `${path} must be a finite number`;
+  if (typeof value !== 'object') return `${path} must be JSON data (got ${describe(value)})`;
+  if (stack.includes(value)) return `${path} is circular`;
+  if (!Array.isArray(value) && !isPlainObject(value)) return `${path} must be a plain object or array (got ${describe(value)})`;
+  stack.push(value);
+  try {
+    const entries: [string, unknown][] = Array.isArray(value)
+      ? value.map((item, index) => [`${path}[${index}]`, item])
+      : Object.entries(value).map(([key, item]) => [`${path}.${key}`, item]);
+    for (const [childPath, item] of entries) {
+      // An undefined property is dropped by JSON; an undefined array slot is not data.
+      if (item === undefined && !Array.isArray(value)) continue;
+      const violation = jsonViolation(item, childPath, stack);
+      if (violation) return violation;
+    }
+    return undefined;
+  } finally {
+    stack.pop();
+  }
+}
+
+export function isPlainObject(value: unknown): value is Record<string, any> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === null || proto === Object.prototype || Object.getPrototypeOf(proto) === null;
+}
+
+function isNonNegativeInteger(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
+
+function isAbortSignal(value: unknown): value is AbortSignal {
+  return isObjectLike(value) && typeof value.aborted === 'boolean' && typeof value.addEventListener === 'function';
+}
+
+function isObjectLike(value: unknown): value is Record<string, any> {
+  return typeof value === 'object' && value !== null;
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (value === null || value === undefined) return String(value);
+  if (typeof value === 'function') return 'a function';
+  return (value as object).constructor?.name ?? typeof value;
+}
+
+function jsonCopy<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}
+
+function omitUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
+
+function invalid(message: string): never {
+  throw new SubagentError(message, 'INVALID_REQUEST');
+}

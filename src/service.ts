@@ -1,0 +1,183 @@
+// The facade callers hold: the seam's SubagentService as a Temporal client. It validates every
+// request synchronously, before anything durable exists, then starts or attaches run workflows.
+import { randomUUID } from 'node:crypto';
+import { Client } from '@temporalio/client';
+import type { SubagentProviderDescriptor, SubagentRunSettings } from '../activities/provider';
+import type { ResolvedRunSettings, SubagentRunInput } from '../workflows/subagent-run';
+import { subagentRunWorkflow } from '../workflows/subagent-run';
+import { DEFAULT_MAX_PAYLOAD_BYTES, RUN_ID_PREFIX, defaultTaskQueue } from './constants';
+import { SubagentError } from './errors';
+import { SubagentEventListener, SubagentEventName, SubagentEvents } from './events';
+import { RunHandle, RunHandleContext } from './run-handle';
+import { assertPayloadWithin, resolveStartRequest } from './request';
+import { resolveRunSettings } from './settings';
+import type { SubagentLogger, SubagentProvider, SubagentRun, SubagentStartRequest } from './types';
+
+export interface TemporalSubagentServiceOptions {
+  /** The Temporal client runs are started with; its namespace is the runs' namespace. */
+  client: Client;
+  /** Defaults for every run; a provider's `runSettings` override them. */
+  runSettings?: SubagentRunSettings;
+  /** Largest request, message or resume content accepted; default just under Temporal's 2 MiB. */
+  maxPayloadBytes?: number;
+  logger?: SubagentLogger;
+}
+
+interface RegisteredProvider {
+  descriptor: SubagentProviderDescriptor;
+  taskQueue: string;
+  settings: ResolvedRunSettings;
+}
+
+const CAPABILITY_CHECKS = [
+  ['outputSchema', 'outputSchema'],
+  ['maxDepth', 'depthLimit'],
+  ['toolFilter', 'toolFilter'],
+] as const;
+
+export class TemporalSubagentService {
+  private readonly providers = new Map<string, RegisteredProvider>();
+  private readonly events: SubagentEvents;
+  private readonly context: RunHandleContext;
+
+  constructor(private readonly options: TemporalSubagentServiceOptions) {
+    const logger = options.logger ?? { warn: (message: string) => console.warn(message) };
+    this.events = new SubagentEvents(logger);
+    this.context = {
+      client: options.client,
+      events: this.events,
+      logger,
+      maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+    };
+    resolveRunSettings(options.runSettings); // fail at construction, not at the first start
+  }
+
+  /**
+   * Registers a provider by its descriptor (a full seam `SubagentProvider` works too: only its
+   * descriptor fields are read). Returns a synchronous disposer that unregisters it; runs already
+   * started keep going. Throws `DUPLICATE_PROVIDER` for a taken name, `INVALID_CONFIG` for bad
+   * run settings, and rethrows a `subagent/provider-added` listener's error after rolling back.
+   */
+  registerProvider(provider: SubagentProviderDescriptor | SubagentProvider): () => void {
+    const { name } = provider;
+    if (this.providers.has(name)) {
+      throw new SubagentError(`a subagent provider named "${name}" is already registered`, 'DUPLICATE_PROVIDER');
+    }
+    const descriptor = provider as SubagentProviderDescriptor;
+    const entry: RegisteredProvider = {
+      descriptor,
+      taskQueue: descriptor.taskQueue ?? defaultTaskQueue(name),
+      settings: resolveRunSettings(this.options.runSettings, descriptor.runSettings),
+    };
+    this.providers.set(name, entry);
+    let registered = true;
+    const unregister = () => {
+      if (!registered) return;
+      registered = false;
+      if (this.providers.get(name) === entry) this.providers.delete(name);
+      this.events.emitContained('subagent/provider-removed', name);
+    };
+    try {
+      this.events.emit('subagent/provider-added', descriptor);
+    } catch (err) {
+      unregister();
+      throw err;
+    }
+    return unregister;
+  }
+
+  /** The registered object itself, or undefined. */
+  getProvider(name: string): SubagentProviderDescriptor | undefined {
+    return this.providers.get(name)?.descriptor;
+  }
+
+  /** Registered provider names in registration order. */
+  list(): string[] {
+    return [...this.providers.keys()];
+  }
+
+  on<E extends SubagentEventName>(event: E, listener: SubagentEventListener<E>): () => void {
+    return this.events.on(event, listener);
+  }
+
+  /**
+   * Starts a durable run and returns its handle at once. Throws synchronously, with nothing
+   * created: `NO_PROVIDER`, then `UNSUPPORTED_CAPABILITY` (outputSchema, depthLimit, toolFilter in
+   * that order), `INVALID_REQUEST`, `SubagentDepthError`, `PAYLOAD_TOO_LARGE`. A server that
+   * cannot be reached rejects `result` with `UNAVAILABLE`.
+   */
+  start(name: string, request: SubagentStartRequest): SubagentRun {
+    const provider = this.providers.get(name);
+    if (!provider) {
+      const known = this.list();
+      throw new SubagentError(
+        `no subagent provider registered for "${name}"${known.length ? ` (registered: ${known.join(', ')})` : ''}`,
+        'NO_PROVIDER',
+      );
+    }
+    const { descriptor } = provider;
+    for (const [field, capability] of CAPABILITY_CHECKS) {
+      if (request?.[field] !== undefined && !descriptor.capabilities[capability]) {
+        throw new SubagentError(
+          `subagent provider "${name}" does not support the "${capability}" capability`,
+          'UNSUPPORTED_CAPABILITY',
+        );
+      }
+    }
+    const input: SubagentRunInput = {
+      provider: name,
+      request: resolveStartRequest(request),
+      settings: provider.settings,
+      steering: descriptor.steering ?? false,
+      resumable: descriptor.resumable ?? false,
+    };
+    assertPayloadWithin(input, this.context.maxPayloadBytes, 'the start request');
+
+    const runId = `${RUN_ID_PREFIX}${name}:${randomUUID()}`;
+    const handle = new RunHandle(this.context, {
+      runId,
+      provider: name,
+      segment: 0,
+      steering: input.steering,
+      resumable: input.resumable,
+      emitEvents: true,
+      begin: (abortedAtStart) =>
+        this.options.client.workflow.start(subagentRunWorkflow, {
+          workflowId: runId,
+          taskQueue: provider.taskQueue,
+          args: [abortedAtStart ? { ...input, abortedAtStart } : input],
+          workflowIdConflictPolicy: 'FAIL',
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        }),
+    });
+    const { signal } = request;
+    if (signal?.aborted) handle.run.cancel('subagent cancelled');
+    else if (signal) {
+      const onAbort = () => handle.run.cancel('subagent cancelled');
+      signal.addEventListener('abort', onAbort, { once: true });
+      handle.run.result.finally(() => signal.removeEventListener('abort', onAbort)).catch(() => undefined);
+    }
+    return handle.run;
+  }
+
+  /**
+   * A handle on an existing run, e.g. after the caller restarted: `result` resolves with its
+   * current segment's result (the last one if the run has closed) and rejects with `UNKNOWN_RUN`
+   * if no such run exists. `sendMessage`/`resume` follow the provider's descriptor when it is
+   * registered here; otherwise both are present and the run refuses what its provider lacks.
+   */
+  attach(runId: string): SubagentRun {
+    if (typeof runId !== 'string' || !runId.startsWith(RUN_ID_PREFIX)) {
+      throw new SubagentError(`"${runId}" is not a subagent run id (they start with "${RUN_ID_PREFIX}")`, 'UNKNOWN_RUN');
+    }
+    const provider = runId.slice(RUN_ID_PREFIX.length, runId.lastIndexOf(':'));
+    const descriptor = this.providers.get(provider)?.descriptor;
+    return new RunHandle(this.context, {
+      runId,
+      provider,
+      steering: descriptor ? (descriptor.steering ?? false) : true,
+      resumable: descriptor ? (descriptor.resumable ?? false) : true,
+      emitEvents: false,
+    }).run;
+  }
+}

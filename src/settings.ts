@@ -1,0 +1,60 @@
+// Run settings: the documented defaults, merged with service- and provider-level overrides and
+// resolved to milliseconds before any workflow starts, so workflows carry no hidden defaults.
+import { msToNumber } from '@temporalio/common/lib/time';
+import type { SubagentDuration, SubagentRunSettings } from '../activities/provider';
+import type { ResolvedRunSettings } from '../workflows/subagent-run';
+import { SubagentError } from './errors';
+
+/** The defaults, with the reason for each in the README's Settings table. */
+export const DEFAULT_RUN_SETTINGS = {
+  resumeWindow: '24 hours',
+  turnTimeout: '30 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
+} as const satisfies SubagentRunSettings;
+
+/** Failure types of a turn that no retry can fix. */
+export const NON_RETRYABLE_TURN_ERRORS = ['NO_PROVIDER', 'PAYLOAD_TOO_LARGE', 'INVALID_REQUEST'];
+
+/** Later layers win. Throws `SubagentError('INVALID_CONFIG')` for a value that cannot work. */
+export function resolveRunSettings(...layers: (SubagentRunSettings | undefined)[]): ResolvedRunSettings {
+  const merged: SubagentRunSettings = { ...DEFAULT_RUN_SETTINGS, retry: { ...DEFAULT_RUN_SETTINGS.retry } };
+  for (const layer of layers) {
+    if (!layer) continue;
+    Object.assign(merged, { ...layer, retry: { ...merged.retry, ...layer.retry } });
+  }
+  const retry = merged.retry!;
+  const backoffCoefficient = retry.backoffCoefficient!;
+  const maximumAttempts = retry.maximumAttempts!;
+  if (!(backoffCoefficient >= 1)) invalidConfig(`retry.backoffCoefficient must be at least 1 (got ${backoffCoefficient})`);
+  if (!(Number.isSafeInteger(maximumAttempts) && maximumAttempts >= 1)) {
+    invalidConfig(`retry.maximumAttempts must be a positive integer (got ${maximumAttempts})`);
+  }
+  return {
+    resumeWindowMs: duration(merged.resumeWindow!, 'resumeWindow', 0),
+    turnStartToCloseMs: duration(merged.turnTimeout!, 'turnTimeout'),
+    turnHeartbeatMs: duration(merged.heartbeatTimeout!, 'heartbeatTimeout'),
+    turnRetry: {
+      initialIntervalMs: duration(retry.initialInterval!, 'retry.initialInterval'),
+      backoffCoefficient,
+      maximumIntervalMs: duration(retry.maximumInterval!, 'retry.maximumInterval'),
+      maximumAttempts,
+      nonRetryableErrorTypes: NON_RETRYABLE_TURN_ERRORS,
+    },
+  };
+}
+
+function duration(value: SubagentDuration, name: string, minimum = 1): number {
+  let ms: number;
+  try {
+    ms = msToNumber(value as Parameters<typeof msToNumber>[0]);
+  } catch (err) {
+    invalidConfig(`${name} must be a duration such as 10000 or '10 seconds' (got ${JSON.stringify(value)})`, err);
+  }
+  if (!(Number.isFinite(ms) && ms >= minimum)) invalidConfig(`${name} must be at least ${minimum} ms (got ${JSON.stringify(value)})`);
+  return ms;
+}
+
+function invalidConfig(message: string, cause?: unknown): never {
+  throw new SubagentError(message, 'INVALID_CONFIG', { cause });
+}

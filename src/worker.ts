@@ -1,0 +1,115 @@
+// Worker bootstrap: hosts the run workflow and provider implementations. One Temporal worker per
+// task queue, all sharing one prebuilt workflow bundle; a provider's runs (workflow and turn
+// activities) live on its queue, so a fleet serves a provider wherever its queue is polled.
+import { Client } from '@temporalio/client';
+import { NativeConnection, Worker, WorkerOptions, bundleWorkflowCode } from '@temporalio/worker';
+import { createActivities } from '../activities';
+import type { SubagentTurnProvider } from '../activities/provider';
+import { RunContextCache } from '../activities/run-context-cache';
+import { runContextQuery } from '../workflows/subagent-run';
+import { DEFAULT_MAX_PAYLOAD_BYTES, defaultTaskQueue } from './constants';
+import { SubagentError } from './errors';
+
+export interface SubagentWorkerOptions {
+  connection: NativeConnection;
+  namespace?: string;
+  /** Provider implementations to host; each is served on its descriptor's task queue. */
+  providers: readonly SubagentTurnProvider[];
+  /** A prebuilt bundle (`bundleSubagentWorkflows()`); default: bundled once per process. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  identity?: string;
+  /** Host heartbeat period during a turn; cancellation reaches a turn within about this long. Default 1 s. */
+  heartbeatIntervalMs?: number;
+  /** How long a cancelled provider may take to stop. Default 10 s. */
+  cancelGraceMs?: number;
+  maxPayloadBytes?: number;
+  /** Runs whose context the worker keeps in memory. Default 256. */
+  contextCacheSize?: number;
+  /** Passed to every Temporal worker (concurrency, cache size, tuner...). */
+  workerOptions?: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities' | 'workflowBundle' | 'workflowsPath'>>;
+}
+
+export interface SubagentWorker {
+  readonly taskQueues: readonly string[];
+  /** Polls until `shutdown()` (or a shutdown signal); rejects if a worker fails. */
+  run(): Promise<void>;
+  /** Runs while `fn` runs, then shuts down. */
+  runUntil<R>(fn: () => Promise<R>): Promise<R>;
+  shutdown(): Promise<void>;
+}
+
+let sharedBundle: ReturnType<typeof bundleWorkflowCode> | undefined;
+
+/** Bundles the workflow code once per process; pass the result to every worker. */
+export function bundleSubagentWorkflows(): ReturnType<typeof bundleWorkflowCode> {
+  sharedBundle ??= bundleWorkflowCode({
+    workflowsPath: require.resolve('../workflows'),
+    logger: { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} },
+  });
+  return sharedBundle;
+}
+
+/**
+ * Creates (not yet running) workers for the given providers. Throws `INVALID_CONFIG` for no
+ * providers or two with one name. The caller runs and shuts them down.
+ */
+export async function createSubagentWorker(options: SubagentWorkerOptions): Promise<SubagentWorker> {
+  const providers = new Map<string, SubagentTurnProvider>();
+  for (const provider of options.providers) {
+    if (providers.has(provider.name)) {
+      throw new SubagentError(`two hosted providers are named "${provider.name}"`, 'INVALID_CONFIG');
+    }
+    providers.set(provider.name, provider);
+  }
+  if (providers.size === 0) throw new SubagentError('a subagent worker needs at least one provider', 'INVALID_CONFIG');
+
+  const namespace = options.namespace ?? 'default';
+  const client = new Client({ connection: options.connection, namespace });
+  const activities = createActivities({
+    providers,
+    fetchRunContext: (runId) => client.workflow.getHandle(runId).query(runContextQuery),
+    cache: new RunContextCache(options.contextCacheSize),
+    heartbeatIntervalMs: options.heartbeatIntervalMs,
+    cancelGraceMs: options.cancelGraceMs,
+    maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+  });
+  const workflowBundle = options.workflowBundle ?? (await bundleSubagentWorkflows());
+  const taskQueues = [...new Set([...providers.values()].map((p) => p.taskQueue ?? defaultTaskQueue(p.name)))];
+  const heartbeatThrottle = options.heartbeatIntervalMs ?? 1000;
+  const workers = await Promise.all(
+    taskQueues.map((taskQueue) =>
+      Worker.create({
+        // Heartbeats are throttled to this interval, and cancellation arrives with them.
+        maxHeartbeatThrottleInterval: heartbeatThrottle,
+        defaultHeartbeatThrottleInterval: heartbeatThrottle,
+        ...options.workerOptions,
+        connection: options.connection,
+        namespace,
+        taskQueue,
+        ...(options.identity === undefined ? {} : { identity: options.identity }),
+        workflowBundle,
+        activities,
+      }),
+    ),
+  );
+
+  let running: Promise<void> | undefined;
+  const run = () => (running ??= Promise.all(workers.map((worker) => worker.run())).then(() => undefined));
+  const shutdown = async () => {
+    for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+    await running;
+  };
+  return {
+    taskQueues,
+    run,
+    shutdown,
+    async runUntil(fn) {
+      const polling = run();
+      try {
+        return await Promise.race([fn(), polling.then(() => Promise.reject(new Error('the subagent worker stopped')))]);
+      } finally {
+        await shutdown();
+      }
+    },
+  };
+}

@@ -1,0 +1,2 @@
+// The worker's only workflow entry.
+export { subagentRunWorkflow } from './subagent-run';
