@@ -61,6 +61,7 @@ export class RunHandle {
   private cancelRequested = false;
   private begun: boolean;
   private resumed = false;
+  private disposed = false;
   private signalChain: Promise<void> = Promise.resolve();
   private disposing: Promise<void> | undefined;
 
@@ -179,6 +180,7 @@ export class RunHandle {
 
   private dispose(): Promise<void> {
     this.disposing ??= (async () => {
+      this.disposed = true;
       // A dispose in the same tick as start() makes the run begin already aborted.
       this.cancelRequested ||= this.outcome === undefined;
       try {
@@ -186,6 +188,8 @@ export class RunHandle {
       } catch {
         return; // nothing was created
       }
+      // A resumed segment was handed over to the run resume() returned; disposing that one ends it.
+      if (this.resumed) return;
       try {
         const segment = this.segment ?? (await this.handle.query(statusQuery)).segment;
         const { disposed } = await this.handle.executeUpdate(disposeUpdate, { args: [{ segment }] });
@@ -218,9 +222,11 @@ export class RunHandle {
     const message = contentBlocks(content, 'content');
     assertPayloadWithin({ content: message }, this.context.maxPayloadBytes, 'the resume content');
     const outcome = this.outcome;
-    const refusal = !outcome
-      ? 'it has not settled; await its result first'
-      : this.resumed
+    const refusal = this.disposed
+      ? 'it was disposed'
+      : !outcome
+        ? 'it has not settled; await its result first'
+        : this.resumed
         ? 'it was already resumed; resume the run that returned'
         : outcome.resumableUntil === undefined
           ? 'it is closed'

@@ -1,0 +1,84 @@
+// Connections to the real dev server that globalSetup started, and workers on unique task queues,
+// so test files can run in parallel without sharing anything but the server.
+import { randomUUID } from 'node:crypto';
+import { Client } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import type { SubagentTurnProvider } from '../../activities/provider';
+import { TemporalSubagentService, TemporalSubagentServiceOptions } from '../../src/service';
+import type { SubagentLogger } from '../../src/types';
+import { SubagentWorkerOptions, createSubagentWorker } from '../../src/worker';
+
+export function installQuietRuntime(): void {
+  try {
+    Runtime.install({ logger: new DefaultLogger('ERROR') });
+  } catch {
+    // Already installed in this module registry.
+  }
+}
+
+export interface TestTemporal {
+  address: string;
+  namespace: string;
+  connection: NativeConnection;
+  client: Client;
+  close(): Promise<void>;
+}
+
+export async function connectTestTemporal(namespace = 'default'): Promise<TestTemporal> {
+  installQuietRuntime();
+  const address = process.env.TEMPORAL_TEST_ADDRESS;
+  if (!address) throw new Error('TEMPORAL_TEST_ADDRESS is unset: run the tests through jest (globalSetup starts the server)');
+  const connection = await NativeConnection.connect({ address });
+  return { address, namespace, connection, client: new Client({ connection, namespace }), close: () => connection.close() };
+}
+
+export function workflowBundle(): { codePath: string } {
+  return { codePath: process.env.TEMPORAL_TEST_BUNDLE! };
+}
+
+/** A name no other test uses, so its task queue is its own. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomUUID().slice(0, 8)}`;
+}
+
+export function recordingLogger(): SubagentLogger & { warnings: string[] } {
+  const warnings: string[] = [];
+  return { warnings, warn: (message) => warnings.push(message) };
+}
+
+/** Starts a worker hosting `providers`; the returned function stops it. */
+export async function startWorker(
+  temporal: TestTemporal,
+  providers: SubagentTurnProvider[],
+  options: Partial<SubagentWorkerOptions> = {},
+): Promise<() => Promise<void>> {
+  const worker = await createSubagentWorker({
+    connection: temporal.connection,
+    namespace: temporal.namespace,
+    providers,
+    workflowBundle: workflowBundle(),
+    ...options,
+  });
+  const running = worker.run();
+  return async () => {
+    await worker.shutdown();
+    await running;
+  };
+}
+
+export function newService(temporal: TestTemporal, options: Partial<TemporalSubagentServiceOptions> = {}) {
+  return new TemporalSubagentService({ client: temporal.client, logger: recordingLogger(), ...options });
+}
+
+export const text = (value: string) => [{ type: 'text' as const, text: value }];
+
+/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
+export async function eventually<T>(check: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
