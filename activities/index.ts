@@ -51,28 +51,30 @@ export function createActivities(deps: ActivityDependencies) {
         );
       }
       const activity = Context.current();
-      const context = await runContext(input);
       let cancellation: CancelledFailure | undefined;
       activity.cancelled.catch((err: CancelledFailure) => {
         cancellation = err;
       });
+      // Heartbeat from the first moment: fetching the context may wait on the workflow's worker.
       let details: unknown = activity.info.heartbeatDetails;
+      activity.heartbeat(details);
       const heartbeat = setInterval(() => activity.heartbeat(details), heartbeatIntervalMs);
-      const turnContext: SubagentTurnContext = {
-        runId: input.runId,
-        segment: input.segment,
-        turn: input.turn,
-        attempt: activity.info.attempt,
-        request: context.request,
-        signal: activity.cancellationSignal,
-        transcript: async () => context.entries,
-        heartbeat: (progress) => {
-          details = progress;
-          activity.heartbeat(progress);
-        },
-        lastHeartbeat: activity.info.heartbeatDetails,
-      };
       try {
+        const context = await runContext(input);
+        const turnContext: SubagentTurnContext = {
+          runId: input.runId,
+          segment: input.segment,
+          turn: input.turn,
+          attempt: activity.info.attempt,
+          request: context.request,
+          signal: activity.cancellationSignal,
+          transcript: async () => context.entries,
+          heartbeat: (progress) => {
+            details = progress;
+            activity.heartbeat(progress);
+          },
+          lastHeartbeat: activity.info.heartbeatDetails,
+        };
         const turn = provider.runTurn(input.input, turnContext);
         const result = await untilStoppedOrGrace(turn, activity.cancellationSignal, cancelGraceMs);
         if (cancellation) throw cancellation;

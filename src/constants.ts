@@ -13,3 +13,6 @@ export const RUN_ID_PREFIX = 'subagent-';
 
 /** Temporal refuses payloads over 2 MiB; stay under it with room for the envelope. */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 2 * 1024 * 1024 - 64 * 1024;
+
+/** Deadline of the call that creates a run or a resume on the server. */
+export const DEFAULT_START_TIMEOUT_MS = 10_000;

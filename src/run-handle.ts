@@ -32,6 +32,7 @@ export interface RunHandleContext {
   events: SubagentEvents;
   logger: SubagentLogger;
   maxPayloadBytes: number;
+  startTimeoutMs: number;
 }
 
 export interface RunHandleInit {
@@ -76,7 +77,8 @@ export class RunHandle {
     this.started = begin
       ? Promise.resolve().then(async () => {
           this.begun = true;
-          await begin(this.cancelRequested);
+          const { client, startTimeoutMs } = context;
+          await client.connection.withDeadline(Date.now() + startTimeoutMs, () => begin(this.cancelRequested));
         })
       : Promise.resolve();
     const result = this.started

@@ -38,6 +38,7 @@ const SCHEMA_TYPES: readonly StructuredSchemaType[] = ['object', 'array', 'strin
 const SCALAR_TYPES: readonly StructuredSchemaType[] = ['string', 'number', 'integer', 'boolean', 'null'];
 const CONSTRAINT_KEYWORDS = ['type', 'properties', 'required', 'additionalProperties', 'items', 'enum', 'const'];
 const ANNOTATION_KEYWORDS = ['description', 'title', 'default', 'examples'];
+const KEYWORD_SUBSET = 'subset: type/properties/required/additionalProperties/items/enum/const + annotations';
 const PLACED_KEYWORDS: ReadonlyArray<readonly [string, readonly StructuredSchemaType[]]> = [
   ['properties', ['object']],
   ['required', ['object']],
@@ -124,9 +125,7 @@ function checkKeys(node: PlainObject, path: string, violations: string[]): void 
       if (!isJsonData(node[key], new Set())) violations.push(`${path}.${key} annotation must be JSON data`);
       continue;
     }
-    violations.push(
-      `${path}.${key} is not a supported keyword (subset: type/properties/required/additionalProperties/items/enum/const + annotations)`,
-    );
+    violations.push(`${path}.${key} is not a supported keyword (${KEYWORD_SUBSET})`);
   }
   if (Object.hasOwn(node, 'description') && typeof node.description !== 'string') {
     violations.push(`${path}.description must be a string`);

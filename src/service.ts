@@ -5,7 +5,7 @@ import { Client } from '@temporalio/client';
 import type { SubagentProviderDescriptor, SubagentRunSettings } from '../activities/provider';
 import type { ResolvedRunSettings, SubagentRunInput } from '../workflows/subagent-run';
 import { subagentRunWorkflow } from '../workflows/subagent-run';
-import { DEFAULT_MAX_PAYLOAD_BYTES, RUN_ID_PREFIX, defaultTaskQueue } from './constants';
+import { DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_START_TIMEOUT_MS, RUN_ID_PREFIX, defaultTaskQueue } from './constants';
 import { SubagentError } from './errors';
 import { SubagentEventListener, SubagentEventName, SubagentEvents } from './events';
 import { RunHandle, RunHandleContext } from './run-handle';
@@ -18,6 +18,11 @@ export interface TemporalSubagentServiceOptions {
   client: Client;
   /** Defaults for every run; a provider's `runSettings` override them. */
   runSettings?: SubagentRunSettings;
+  /**
+   * Deadline of the call that creates a run (or a resume) on the server; past it, `result`
+   * rejects with `UNAVAILABLE`. Waiting for the result itself has no deadline. Default 10 s.
+   */
+  startTimeoutMs?: number;
   /** Largest request, message or resume content accepted; default just under Temporal's 2 MiB. */
   maxPayloadBytes?: number;
   logger?: SubagentLogger;
@@ -48,6 +53,7 @@ export class TemporalSubagentService {
       events: this.events,
       logger,
       maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+      startTimeoutMs: options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS,
     };
     resolveRunSettings(options.runSettings); // fail at construction, not at the first start
   }

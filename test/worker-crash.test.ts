@@ -1,0 +1,109 @@
+// A worker process SIGKILLed mid-turn: the run completes on a restarted worker with the right
+// result, the interrupted turn is redone with the same input, and no message reaches two turns.
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TranscriptEntry } from '../activities/contracts';
+import type { ScriptedTurnEvent } from '../src/providers/scripted';
+import { runContextQuery } from '../workflows/subagent-run';
+import { TestTemporal, connectTestTemporal, eventually, newService, text, uniqueName } from './helpers/temporal';
+import { WorkerProcess, spawnWorkerProcess } from './helpers/processes';
+
+type LoggedEvent = ScriptedTurnEvent & { pid: number };
+
+let temporal: TestTemporal;
+const workers: WorkerProcess[] = [];
+
+beforeAll(async () => {
+  temporal = await connectTestTemporal();
+});
+afterAll(async () => {
+  await Promise.all(workers.map((worker) => worker.kill()));
+  await temporal?.close();
+});
+
+it('completes on a restarted worker after a SIGKILL mid-turn, delivering each message to exactly one turn', async () => {
+  const name = uniqueName('crash');
+  const eventsFile = join(mkdtempSync(join(tmpdir(), 'subagent-crash-')), 'events.jsonl');
+  writeFileSync(eventsFile, '');
+  const env = { PROVIDER_NAME: name, EVENTS_FILE: eventsFile };
+  const events = () =>
+    readFileSync(eventsFile, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as LoggedEvent);
+  const started = (turn: number, attempt = 1) =>
+    eventually(() => events().find((e) => e.kind === 'turn-start' && e.turn === turn && e.attempt === attempt), 30_000);
+
+  const service = newService(temporal);
+  service.registerProvider({
+    name,
+    capabilities: { outputSchema: false, depthLimit: true, toolFilter: true },
+    inheritsParentContext: false,
+    steering: true,
+    resumable: true,
+    runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' } },
+  });
+
+  workers.push(await spawnWorkerProcess('worker-process', env));
+  const run = service.start(name, {
+    prompt: text('go'),
+    parent: { id: 'parent' },
+    agentOptions: {
+      script: [
+        { delayMs: 1000, reply: 'read {input}' },
+        { delayMs: 3000, reply: 'steered by {input}' },
+        { reply: 'final after {conversation}, then {input}' },
+      ],
+    },
+  });
+  await started(0);
+  run.sendMessage!(text('m1'));
+  run.sendMessage!(text('m2'));
+
+  const victim = await started(1);
+  await workers[0]!.kill('SIGKILL');
+  run.sendMessage!(text('m3')); // arrives while no worker is alive
+  workers.push(await spawnWorkerProcess('worker-process', env));
+
+  expect(await run.result).toEqual({
+    output: text('final after go | m1 | m2, then m3'),
+    stopReason: 'completed',
+  });
+
+  const log = events();
+  const retried = log.filter((e) => e.kind === 'turn-start' && e.turn === 1);
+  expect(retried.map((e) => e.attempt)).toEqual([1, 2]);
+  expect(retried.map((e) => e.input)).toEqual([
+    ['m1', 'm2'],
+    ['m1', 'm2'],
+  ]);
+  expect(retried[1]!.pid).not.toBe(victim.pid);
+  expect(log.some((e) => e.kind === 'turn-end' && e.turn === 1 && e.attempt === 1)).toBe(false);
+
+  // Each message went to exactly one turn (retries of a turn repeat that turn, never another).
+  const turnsOf = new Map<string, Set<number>>();
+  for (const event of log.filter((e) => e.kind === 'turn-start')) {
+    for (const message of event.input) turnsOf.set(message, (turnsOf.get(message) ?? new Set()).add(event.turn));
+  }
+  expect(Object.fromEntries([...turnsOf].map(([message, turns]) => [message, [...turns]]))).toEqual({
+    go: [0],
+    m1: [1],
+    m2: [1],
+    m3: [2],
+  });
+
+  // The durable conversation holds every message once and one answer per turn.
+  const { entries } = await temporal.client.workflow.getHandle(run.id).query(runContextQuery);
+  const flat = entries.map((entry: TranscriptEntry) => `${entry.kind}:${entry.content.map((b) => (b.type === 'text' ? b.text : '')).join('')}`);
+  expect(flat).toEqual([
+    'user:go',
+    'assistant:read go',
+    'user:m1',
+    'user:m2',
+    'assistant:steered by m1 | m2',
+    'user:m3',
+    'assistant:final after go | m1 | m2, then m3',
+  ]);
+  await run.dispose();
+}, 90_000);
