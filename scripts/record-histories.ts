@@ -1,0 +1,57 @@
+// Records the histories the replay test checks every workflow change against. Run it when a
+// workflow version ships (`npx tsx scripts/record-histories.ts`), never to paper over a replay
+// failure: a failing replay means the change needs `patched()`.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { startDevServer } from '../src/dev-server';
+import { connectTemporal } from '../src/config';
+import { createScriptedProvider } from '../src/providers/scripted';
+import { TemporalSubagentService } from '../src/service';
+import { createSubagentWorker } from '../src/worker';
+
+const VERSION = process.argv[2] ?? 'v1';
+const text = (value: string) => [{ type: 'text' as const, text: value }];
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const server = await startDevServer();
+  const temporal = await connectTemporal({ env: { TEMPORAL_ADDRESS: server.address } });
+  const provider = createScriptedProvider({ name: 'scripted' });
+  const worker = await createSubagentWorker({ connection: temporal.connection, providers: [provider] });
+  const service = new TemporalSubagentService({ client: temporal.client });
+  service.registerProvider(provider);
+  await worker.runUntil(async () => {
+    // A run touching every handler: steering, a failing-then-retried turn, resume, dispose.
+    const run = service.start('scripted', {
+      prompt: text('record me'),
+      parent: { id: 'recorder', options: { subagentDepth: 1 } },
+      maxDepth: 3,
+      agentOptions: {
+        script: [{ delayMs: 500, reply: 'first: {input}' }, { failAttempts: 1, reply: 'second: {input}' }, { reply: 'resumed: {conversation}' }],
+      },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    run.sendMessage!(text('steer'));
+    await run.result;
+    const resumed = run.resume!(text('again'));
+    await resumed.result;
+    await resumed.dispose();
+    const handle = temporal.client.workflow.getHandle(run.id);
+    const firstRunId = (await handle.describe()).raw.workflowExecutionInfo?.firstRunId ?? undefined;
+    for (const [label, runId] of [['start', firstRunId], ['resumed', undefined]] as const) {
+      const history = await temporal.client.workflow.getHandle(run.id, runId).fetchHistory();
+      const file = join(__dirname, '..', 'test', 'histories', `subagent-run-${VERSION}-${label}.json`);
+      writeFileSync(file, historyToJSON(history) + '\n');
+      console.log(`wrote ${file} (${history.events?.length} events)`);
+    }
+  });
+  await temporal.close();
+  await server.stop();
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

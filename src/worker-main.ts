@@ -1,0 +1,41 @@
+// `node dist/src/worker-main.js`: a standalone worker process, as the Docker image runs it.
+// Connects to TEMPORAL_ADDRESS (or starts the embedded server when unset) and hosts the
+// providers named in SUBAGENT_PROVIDERS (comma-separated; default: scripted). Stops on SIGTERM.
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import type { SubagentTurnProvider } from '../activities/provider';
+import { connectTemporal } from './config';
+import { SubagentError } from './errors';
+import { createScriptedProvider } from './providers/scripted';
+import { createSubagentWorker } from './worker';
+
+const AVAILABLE: Record<string, () => SubagentTurnProvider> = {
+  scripted: () => createScriptedProvider(),
+};
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger((process.env.SUBAGENT_LOG_LEVEL as 'INFO') ?? 'INFO') });
+  const names = (process.env.SUBAGENT_PROVIDERS ?? 'scripted').split(',').map((name) => name.trim()).filter(Boolean);
+  const providers = names.map((name) => {
+    const create = AVAILABLE[name];
+    if (!create) {
+      throw new SubagentError(
+        `SUBAGENT_PROVIDERS names "${name}", which this worker cannot host (available: ${Object.keys(AVAILABLE).join(', ')})`,
+        'INVALID_CONFIG',
+      );
+    }
+    return create();
+  });
+  const temporal = await connectTemporal({ dataDir: process.env.SUBAGENTS_DATA_DIR });
+  const worker = await createSubagentWorker({ connection: temporal.connection, namespace: temporal.namespace, providers });
+  console.log(`subagent worker on ${temporal.address} (${temporal.namespace}) polling ${worker.taskQueues.join(', ')}`);
+  try {
+    await worker.run();
+  } finally {
+    await temporal.close();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
