@@ -32,7 +32,7 @@ async function main(): Promise<void> {
     script: [
       { delayMs: 1000, reply: 'Read the task "{input}". The repository has src/, workflows/, activities/ and test/.' },
       { reply: 'Steered at the turn boundary by "{input}": the tests live in test/.' },
-      { reply: 'Resumed with "{input}", remembering: {conversation}.' },
+      { reply: 'Resumed with "{input}", remembering: {conversation}' },
     ],
   });
   const worker = await createSubagentWorker({ connection: temporal.connection, namespace: temporal.namespace, providers: [provider] });

@@ -1,0 +1,113 @@
+// `npm run bench`: what durability costs, measured side by side in one run against the limit
+// here, a bare Temporal workflow with one activity on the same embedded server and worker
+// settings. Plain Node, no test runner. `--quick` for fewer repetitions, `--json` for a JSON line.
+import { randomUUID } from 'node:crypto';
+import { Worker, DefaultLogger, Runtime, bundleWorkflowCode } from '@temporalio/worker';
+import type { SubagentTurnProvider } from '../activities/provider';
+import { connectTemporal } from '../src/config';
+import { TemporalSubagentService } from '../src/service';
+import { createSubagentWorker } from '../src/worker';
+
+const quick = process.argv.includes('--quick');
+const json = process.argv.includes('--json');
+const log = (line: string) => {
+  if (!json) console.log(line);
+};
+
+const noopProvider: SubagentTurnProvider = {
+  name: 'noop',
+  capabilities: { outputSchema: false, depthLimit: false, toolFilter: false },
+  inheritsParentContext: false,
+  steering: true,
+  resumable: true,
+  async runTurn() {
+    return { output: [], stopReason: 'completed' };
+  },
+};
+
+interface Stats {
+  p50: number;
+  p95: number;
+}
+
+function stats(samples: number[]): Stats {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+  return { p50: at(0.5), p95: at(0.95) };
+}
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const temporal = await connectTemporal({ env: {}, devServer: { dbFilename: undefined } });
+  const { connection, client } = temporal;
+  const baselineBundle = await bundleWorkflowCode({
+    workflowsPath: require.resolve('./baseline-workflows'),
+    logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} },
+  });
+  const subagentWorker = await createSubagentWorker({ connection, providers: [noopProvider] });
+  const baselineWorker = await Worker.create({
+    connection,
+    taskQueue: 'bench.baseline',
+    workflowBundle: baselineBundle,
+    activities: { async noop() {} },
+    maxHeartbeatThrottleInterval: 1000,
+    defaultHeartbeatThrottleInterval: 1000,
+  });
+  const service = new TemporalSubagentService({ client });
+  service.registerProvider(noopProvider);
+  const prompt = [{ type: 'text' as const, text: 'noop' }];
+
+  const facadeOnce = async () => {
+    const started = performance.now();
+    const run = service.start('noop', { prompt, parent: { id: 'bench' } });
+    await run.result;
+    const elapsed = performance.now() - started;
+    await run.dispose();
+    return elapsed;
+  };
+  const baselineOnce = async () => {
+    const started = performance.now();
+    const handle = await client.workflow.start('bareRoundTrip', { taskQueue: 'bench.baseline', workflowId: `bare-${randomUUID()}` });
+    await handle.result();
+    return performance.now() - started;
+  };
+
+  const results: Record<string, unknown> = {};
+  await Promise.all([
+    subagentWorker.runUntil(async () => {
+      await baselineWorker.runUntil(async () => {
+        const warmup = quick ? 5 : 10;
+        const rounds = quick ? 20 : 50;
+        for (let i = 0; i < warmup; i++) {
+          await facadeOnce();
+          await baselineOnce();
+        }
+        // Interleaved, so drift in the machine's load hits both sides alike.
+        const facade: number[] = [];
+        const baseline: number[] = [];
+        for (let i = 0; i < rounds; i++) {
+          facade.push(await facadeOnce());
+          baseline.push(await baselineOnce());
+        }
+        const f = stats(facade);
+        const b = stats(baseline);
+        results.latency = { facade_p50_ms: round(f.p50), baseline_p50_ms: round(b.p50), ratio: round(f.p50 / b.p50, 3) };
+        log(`Delegation latency, start -> result, ${rounds} runs each (after ${warmup} warm-up):`);
+        log(`  facade (no-op provider)     p50 ${f.p50.toFixed(1)} ms   p95 ${f.p95.toFixed(1)} ms`);
+        log(`  bare workflow + 1 activity  p50 ${b.p50.toFixed(1)} ms   p95 ${b.p95.toFixed(1)} ms`);
+        log(`  ratio (p50)                 ${(f.p50 / b.p50).toFixed(3)}`);
+      });
+    }),
+  ]);
+  await temporal.close();
+  if (json) console.log(JSON.stringify(results));
+}
+
+function round(value: number, digits = 1): number {
+  return Number(value.toFixed(digits));
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
