@@ -114,6 +114,8 @@ export interface SubagentTurnResult {
   output: ContentBlock[];
   stopReason: SubagentStopReason;
   diagnostic?: string;
+  /** The captured structured value; set by the host from the capture runtime, validated. */
+  structured?: unknown;
 }
 
 export interface TurnActivityResult extends SubagentTurnResult {

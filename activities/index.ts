@@ -2,9 +2,17 @@
 // providers, a way to fetch a run's context from its workflow, and the worker-side cache.
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
-import type { ContentBlock, RunContextSnapshot, TurnActivityInput, TurnActivityResult } from './contracts';
+import type {
+  ContentBlock,
+  RunContextSnapshot,
+  SubagentTurnResult,
+  TurnActivityInput,
+  TurnActivityResult,
+} from './contracts';
 import type { SubagentTurnContext, SubagentTurnProvider } from './provider';
 import { CachedRunContext, RunContextCache } from './run-context-cache';
+import { createStructuredOutputRuntime } from './structured-output';
+import { StructuredOutputSchema, validateStructuredValue } from '../src/schema';
 
 export interface ActivityDependencies {
   providers: ReadonlyMap<string, SubagentTurnProvider>;
@@ -61,6 +69,9 @@ export function createActivities(deps: ActivityDependencies) {
       const heartbeat = setInterval(() => activity.heartbeat(details), heartbeatIntervalMs);
       try {
         const context = await runContext(input);
+        const schema = context.request.outputSchema as StructuredOutputSchema | undefined;
+        const structuredOutput =
+          schema && provider.capabilities.outputSchema ? createStructuredOutputRuntime(schema) : undefined;
         const turnContext: SubagentTurnContext = {
           runId: input.runId,
           segment: input.segment,
@@ -74,10 +85,12 @@ export function createActivities(deps: ActivityDependencies) {
             activity.heartbeat(progress);
           },
           lastHeartbeat: activity.info.heartbeatDetails,
+          ...(structuredOutput ? { structuredOutput } : {}),
         };
         const turn = provider.runTurn(input.input, turnContext);
-        const result = await untilStoppedOrGrace(turn, activity.cancellationSignal, cancelGraceMs);
+        const returned = await untilStoppedOrGrace(turn, activity.cancellationSignal, cancelGraceMs);
         if (cancellation) throw cancellation;
+        const result = withStructured(returned, schema, structuredOutput?.captured);
         const size = Buffer.byteLength(JSON.stringify(result));
         if (size > deps.maxPayloadBytes) {
           throw ApplicationFailure.nonRetryable(
@@ -100,6 +113,24 @@ export function createActivities(deps: ActivityDependencies) {
       }
     },
   };
+}
+
+/**
+ * The turn result with `structured` set only from a valid capture: the runtime's, or one the
+ * provider captured itself (a hosted seam provider), checked against the run's schema here.
+ */
+function withStructured(
+  result: SubagentTurnResult,
+  schema: StructuredOutputSchema | undefined,
+  captured: { value: unknown } | undefined,
+): SubagentTurnResult {
+  const { structured, ...rest } = result;
+  if (!schema) return rest;
+  if (captured) return { ...rest, structured: captured.value };
+  if (structured === undefined) return rest;
+  const violations = validateStructuredValue(schema, structured);
+  if (violations.length === 0) return { ...rest, structured };
+  return { ...rest, stopReason: 'error', diagnostic: `the provider's structured result is invalid: ${violations.join('; ')}` };
 }
 
 /** The turn's result; once `signal` aborts, at most `graceMs` more of waiting for the provider. */
@@ -126,3 +157,4 @@ export type SubagentActivities = ReturnType<typeof createActivities>;
 export { RunContextCache } from './run-context-cache';
 export type * from './contracts';
 export type * from './provider';
+export * from './structured-output';

@@ -6,6 +6,7 @@ import type {
   SubagentTurnResult,
   TranscriptEntry,
 } from './contracts';
+import type { StructuredOutputRuntime } from './structured-output';
 
 export interface SubagentCapabilities {
   outputSchema: boolean;
@@ -31,6 +32,11 @@ export interface SubagentRunSettings {
     /** Attempts per turn, counting crashes of the worker. Default 10. */
     maximumAttempts?: number;
   };
+  /**
+   * Structured runs: extra turns that ask a child which finished without calling
+   * `structured_output` to call it. Default 1; 0 settles `error` at once.
+   */
+  structuredNudgeRetries?: number;
 }
 
 /**
@@ -66,6 +72,12 @@ export interface SubagentTurnContext {
   /** Record progress; retries read it back as `lastHeartbeat`. The host heartbeats on its own too. */
   heartbeat(details?: unknown): void;
   readonly lastHeartbeat: unknown;
+  /**
+   * Present when the run asked for structured output (and the provider declares the
+   * capability): the `structured_output` tool and its capture. A captured value becomes the
+   * segment's `structured` result and ends it.
+   */
+  readonly structuredOutput?: StructuredOutputRuntime;
 }
 
 /**

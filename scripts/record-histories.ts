@@ -38,10 +38,30 @@ async function main(): Promise<void> {
     const resumed = run.resume!(text('again'));
     await resumed.result;
     await resumed.dispose();
+    // A structured run: a prose finish, the nudge, an invalid then a valid capture.
+    const structured = service.start('scripted', {
+      prompt: text('structured'),
+      parent: { id: 'recorder' },
+      outputSchema: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] },
+      agentOptions: {
+        script: [
+          { reply: 'prose first' },
+          { calls: [{ name: 'structured_output', arguments: { answer: 1 } }, { name: 'structured_output', arguments: { answer: 'one' } }] },
+        ],
+      },
+    });
+    await structured.result;
+    await structured.dispose();
+
     const handle = temporal.client.workflow.getHandle(run.id);
     const firstRunId = (await handle.describe()).raw.workflowExecutionInfo?.firstRunId ?? undefined;
-    for (const [label, runId] of [['start', firstRunId], ['resumed', undefined]] as const) {
-      const history = await temporal.client.workflow.getHandle(run.id, runId).fetchHistory();
+    const recordings = [
+      ['start', run.id, firstRunId],
+      ['resumed', run.id, undefined],
+      ['structured', structured.id, undefined],
+    ] as const;
+    for (const [label, workflowId, runId] of recordings) {
+      const history = await temporal.client.workflow.getHandle(workflowId, runId).fetchHistory();
       const file = join(__dirname, '..', 'test', 'histories', `subagent-run-${VERSION}-${label}.json`);
       writeFileSync(file, historyToJSON(history) + '\n');
       console.log(`wrote ${file} (${history.events?.length} events)`);

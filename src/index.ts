@@ -31,6 +31,26 @@ export {
 } from './providers/scripted';
 export { hostSeamProvider, type HostSeamProviderOptions } from './providers/seam-adapter';
 export {
+  OutputSchemaError,
+  assertSupportedOutputSchema,
+  snapshotOutputSchema,
+  validateStructuredValue,
+  type StructuredOutputSchema,
+  type StructuredScalar,
+  type StructuredSchemaNode,
+  type StructuredSchemaType,
+} from './schema';
+export {
+  STRUCTURED_OUTPUT_DESCRIPTION,
+  STRUCTURED_OUTPUT_INSTRUCTION,
+  STRUCTURED_OUTPUT_TOOL,
+  createStructuredOutputRuntime,
+  type StructuredOutputRuntime,
+  type StructuredToolDefinition,
+  type ToolCallOutcome,
+} from '../activities/structured-output';
+export {
+  STRUCTURED_OUTPUT_NUDGE,
   subagentRunWorkflow,
   type SegmentOutcome,
   type SubagentRunInput,

@@ -2,6 +2,7 @@
 // malformed field is a synchronous `SubagentError('INVALID_REQUEST')` naming the field.
 import type { ContentBlock, JsonObject, ResolvedSubagentRequest, SubagentParentRef } from '../activities/contracts';
 import { SubagentDepthError, SubagentError } from './errors';
+import { snapshotOutputSchema } from './schema';
 import type { SubagentStartRequest } from './types';
 
 /** Checks a start request and returns its wire form: plain JSON, parent serialised, depth computed. */
@@ -11,7 +12,6 @@ export function resolveStartRequest(request: SubagentStartRequest): ResolvedSuba
   const parent = parentRef(request.parent);
   if (request.signal !== undefined && !isAbortSignal(request.signal)) invalid('request.signal must be an AbortSignal');
   const agentOptions = optionalJsonObject(request.agentOptions, 'request.agentOptions');
-  const outputSchema = optionalJsonObject(request.outputSchema, 'request.outputSchema');
   const maxDepth = request.maxDepth;
   if (maxDepth !== undefined && !isNonNegativeInteger(maxDepth)) {
     invalid(`request.maxDepth must be a non-negative integer (got ${describe(maxDepth)})`);
@@ -20,6 +20,8 @@ export function resolveStartRequest(request: SubagentStartRequest): ResolvedSuba
 
   const depth = parent.depth + 1;
   if (maxDepth !== undefined && depth > maxDepth) throw new SubagentDepthError(depth, maxDepth);
+  // Snapshotted: a later change to the caller's object changes neither what the child sees nor validation.
+  const outputSchema = request.outputSchema === undefined ? undefined : (snapshotOutputSchema(request.outputSchema) as unknown as JsonObject);
 
   return omitUndefined({ prompt, parent, depth, agentOptions, outputSchema, maxDepth, toolFilter });
 }

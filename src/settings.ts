@@ -11,6 +11,7 @@ export const DEFAULT_RUN_SETTINGS = {
   turnTimeout: '30 minutes',
   heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
+  structuredNudgeRetries: 1,
 } as const satisfies SubagentRunSettings;
 
 /** Failure types of a turn that no retry can fix. */
@@ -30,6 +31,10 @@ export function resolveRunSettings(...layers: (SubagentRunSettings | undefined)[
   if (!(Number.isSafeInteger(maximumAttempts) && maximumAttempts >= 1)) {
     invalidConfig(`retry.maximumAttempts must be a positive integer (got ${maximumAttempts})`);
   }
+  const structuredNudgeRetries = merged.structuredNudgeRetries!;
+  if (!(Number.isSafeInteger(structuredNudgeRetries) && structuredNudgeRetries >= 0)) {
+    invalidConfig(`structuredNudgeRetries must be a non-negative integer (got ${structuredNudgeRetries})`);
+  }
   return {
     resumeWindowMs: duration(merged.resumeWindow!, 'resumeWindow', 0),
     turnStartToCloseMs: duration(merged.turnTimeout!, 'turnTimeout'),
@@ -41,6 +46,7 @@ export function resolveRunSettings(...layers: (SubagentRunSettings | undefined)[
       maximumAttempts,
       nonRetryableErrorTypes: NON_RETRYABLE_TURN_ERRORS,
     },
+    structuredNudgeRetries,
   };
 }
 

@@ -38,6 +38,8 @@ export interface SubagentWorker {
   shutdown(): Promise<void>;
 }
 
+const STICKY_QUEUE_TIMEOUT_MS = 2000;
+
 let sharedBundle: ReturnType<typeof bundleWorkflowCode> | undefined;
 
 /** Bundles the workflow code once per process; pass the result to every worker. */
@@ -82,6 +84,9 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
         // Heartbeats are throttled to this interval, and cancellation arrives with them.
         maxHeartbeatThrottleInterval: heartbeatThrottle,
         defaultHeartbeatThrottleInterval: heartbeatThrottle,
+        // A run whose worker died waits this long for it before another worker takes its next
+        // workflow task (and replays it): the SDK's 10 s default dominates recovery otherwise.
+        stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT_MS,
         ...options.workerOptions,
         connection: options.connection,
         namespace,

@@ -14,8 +14,10 @@ describe('replay', () => {
 
   const files = readdirSync(HISTORIES).filter((file) => file.startsWith('subagent-run-') && file.endsWith('.json'));
 
-  it('has recorded histories of the shipped workflow, including a continue-as-new chain', () => {
-    expect(files).toEqual(expect.arrayContaining(['subagent-run-v1-start.json', 'subagent-run-v1-resumed.json']));
+  it('has recorded histories of the shipped workflow: a continue-as-new chain and a structured run', () => {
+    expect(files).toEqual(
+      expect.arrayContaining(['subagent-run-v1-start.json', 'subagent-run-v1-resumed.json', 'subagent-run-v1-structured.json']),
+    );
   });
 
   it.each(files)('replays %s without a determinism error', async (file) => {

@@ -22,7 +22,8 @@ afterAll(async () => {
   await temporal?.close();
 });
 
-it('completes on a restarted worker after a SIGKILL mid-turn, delivering each message to exactly one turn', async () => {
+/** A provider name of its own, its descriptor registered, and the crash fixture's event log. */
+function crashSetup(runSettings = {}) {
   const name = uniqueName('crash');
   const eventsFile = join(mkdtempSync(join(tmpdir(), 'subagent-crash-')), 'events.jsonl');
   writeFileSync(eventsFile, '');
@@ -32,20 +33,29 @@ it('completes on a restarted worker after a SIGKILL mid-turn, delivering each me
       .split('\n')
       .filter(Boolean)
       .map((line) => JSON.parse(line) as LoggedEvent);
-  const started = (turn: number, attempt = 1) =>
-    eventually(() => events().find((e) => e.kind === 'turn-start' && e.turn === turn && e.attempt === attempt), 30_000);
-
   const service = newService(temporal);
   service.registerProvider({
     name,
-    capabilities: { outputSchema: false, depthLimit: true, toolFilter: true },
+    capabilities: { outputSchema: true, depthLimit: true, toolFilter: true },
     inheritsParentContext: false,
     steering: true,
     resumable: true,
-    runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' } },
+    runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' }, ...runSettings },
   });
+  const spawnWorker = async () => {
+    const worker = await spawnWorkerProcess('worker-process', env);
+    workers.push(worker);
+    return worker;
+  };
+  return { name, events, service, spawnWorker };
+}
 
-  workers.push(await spawnWorkerProcess('worker-process', env));
+it('completes on a restarted worker after a SIGKILL mid-turn, delivering each message to exactly one turn', async () => {
+  const { name, events, service, spawnWorker } = crashSetup();
+  const started = (turn: number, attempt = 1) =>
+    eventually(() => events().find((e) => e.kind === 'turn-start' && e.turn === turn && e.attempt === attempt), 30_000);
+
+  const firstWorker = await spawnWorker();
   const run = service.start(name, {
     prompt: text('go'),
     parent: { id: 'parent' },
@@ -62,9 +72,9 @@ it('completes on a restarted worker after a SIGKILL mid-turn, delivering each me
   run.sendMessage!(text('m2'));
 
   const victim = await started(1);
-  await workers[0]!.kill('SIGKILL');
+  await firstWorker.kill('SIGKILL');
   run.sendMessage!(text('m3')); // arrives while no worker is alive
-  workers.push(await spawnWorkerProcess('worker-process', env));
+  await spawnWorker();
 
   expect(await run.result).toEqual({
     output: text('final after go | m1 | m2, then m3'),
@@ -105,5 +115,29 @@ it('completes on a restarted worker after a SIGKILL mid-turn, delivering each me
     'user:m3',
     'assistant:final after go | m1 | m2, then m3',
   ]);
+  await run.dispose();
+}, 90_000);
+
+it('yields structured exactly once when the worker is SIGKILLed right after the capture', async () => {
+  const { name, events, service, spawnWorker } = crashSetup();
+  const firstWorker = await spawnWorker();
+  const run = service.start(name, {
+    prompt: text('capture then die'),
+    parent: { id: 'parent' },
+    outputSchema: { type: 'object', properties: { verdict: { type: 'string' } }, required: ['verdict'] },
+    agentOptions: { script: [{ calls: [{ name: 'structured_output', arguments: { verdict: 'ship it' } }], holdMs: 3000 }] },
+  });
+  await eventually(() => events().find((e) => e.kind === 'tool-result' && e.attempt === 1), 30_000);
+  await firstWorker.kill('SIGKILL');
+  await spawnWorker();
+
+  const result = await run.result;
+  expect(result.structured).toEqual({ verdict: 'ship it' });
+  expect(result.stopReason).toBe('completed');
+  const captures = events().filter((e) => e.kind === 'tool-result' && e.tool?.result === 'Structured output recorded.');
+  expect(captures.map((e) => e.attempt)).toEqual([1, 2]);
+  const history = await temporal.client.workflow.getHandle(run.id).fetchHistory();
+  const completions = history.events!.filter((e) => e.activityTaskCompletedEventAttributes);
+  expect(completions).toHaveLength(1);
   await run.dispose();
 }, 90_000);

@@ -39,6 +39,8 @@ export interface ResolvedRunSettings {
     maximumAttempts: number;
     nonRetryableErrorTypes: string[];
   };
+  /** Structured runs: turns that ask a child which finished without a capture to call the tool. */
+  structuredNudgeRetries: number;
 }
 
 export interface SubagentRunInput {
@@ -96,6 +98,10 @@ export interface SubagentRunStatus {
 export interface SendMessageArgs {
   content: ContentBlock[];
 }
+
+/** The user message of a nudge turn. */
+export const STRUCTURED_OUTPUT_NUDGE =
+  'You finished without calling `structured_output`. Call `structured_output` now with your final result matching its parameter schema.';
 
 export const sendMessageSignal = defineSignal<[SendMessageArgs]>('sendMessage');
 /** Resolves with segment `segment` (default: the current one) once it settles. */
@@ -236,23 +242,49 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     }
   }
 
-  /** Turns until the child stops with no message waiting; settles `aborted` on cancel or dispose. */
+  /**
+   * Turns until the child stops with no message waiting; settles `aborted` on cancel or dispose.
+   * A structured run ends at its capture; a clean finish without one is nudged, then an `error`.
+   */
   async function runSegment(): Promise<SubagentResult> {
+    const structuredRun = request.outputSchema !== undefined;
+    let nudgesLeft = settings.structuredNudgeRetries;
     let last: SubagentTurnResult | undefined;
     let lastOutput: ContentBlock[] = [];
     try {
       await segmentScope.run(async () => {
-        do {
-          last = await runTurn(pending.splice(0));
+        let turnInput = pending.splice(0);
+        for (;;) {
+          last = await runTurn(turnInput);
           if (last.output.length > 0) lastOutput = last.output;
-        } while (last.stopReason === 'completed' && pending.length > 0);
+          if (last.structured !== undefined || last.stopReason !== 'completed') return;
+          if (pending.length > 0) {
+            turnInput = pending.splice(0);
+          } else if (structuredRun && nudgesLeft > 0 && !segmentScope.consideredCancelled) {
+            nudgesLeft--;
+            turnInput = [[{ type: 'text', text: STRUCTURED_OUTPUT_NUDGE }]];
+          } else {
+            return;
+          }
+        }
       });
     } catch (err) {
       if (!isCancellation(err)) throw err;
       return { output: lastOutput, stopReason: 'aborted' };
     }
-    const { output, stopReason, diagnostic } = last!;
-    return diagnostic === undefined ? { output, stopReason } : { output, stopReason, diagnostic };
+    const { output, stopReason, diagnostic, structured } = last!;
+    if (structuredRun && structured === undefined && stopReason === 'completed') {
+      // The cancel contract wins over the missing value.
+      return segmentScope.consideredCancelled
+        ? { output, stopReason: 'aborted' }
+        : { output, stopReason: 'error', diagnostic: 'the child finished without calling structured_output' };
+    }
+    return {
+      output,
+      stopReason,
+      ...(diagnostic === undefined ? {} : { diagnostic }),
+      ...(structured === undefined ? {} : { structured }),
+    };
   }
 
   const runCancelled = () => CancellationScope.current().consideredCancelled;

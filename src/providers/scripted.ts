@@ -1,10 +1,11 @@
 // `scripted`: a deterministic TEST DOUBLE standing in for a real child agent. Each turn follows a
-// script entry (reply, stop reason, delay, failure); it takes steering and resume, so every part
-// of the durable mapping can be exercised without a model.
+// script entry (reply, tool calls, stop reason, delay, failure); it takes steering, resume and
+// structured output, so every part of the durable mapping can be exercised without a model.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ContentBlock, SubagentStopReason, SubagentTurnResult } from '../../activities/contracts';
 import type { SubagentCapabilities, SubagentRunSettings, SubagentTurnContext, SubagentTurnProvider } from '../../activities/provider';
+import { STRUCTURED_OUTPUT_TOOL, ToolCallOutcome } from '../../activities/structured-output';
 
 /** One scripted turn; a run's turn N (counted over all its segments) plays entry N. */
 export interface ScriptedTurn {
@@ -15,12 +16,20 @@ export interface ScriptedTurn {
   reply?: string;
   /** Exact output blocks, instead of `reply`. */
   output?: ContentBlock[];
+  /**
+   * Tool calls the turn makes, in order, as one model response would: `structured_output` goes
+   * through the run's capture runtime; after a capture every later call is denied. `arguments`
+   * is a JSON value, or a string sent as is (to play malformed JSON).
+   */
+  calls?: { name: string; arguments?: unknown }[];
   stopReason?: SubagentStopReason;
   diagnostic?: string;
   /** Wait this long before answering (heartbeating; cancellable). */
   delayMs?: number;
   /** Wait until cancelled. */
   hang?: boolean;
+  /** Wait this long after the tool calls, before answering (heartbeating; cancellable). */
+  holdMs?: number;
   /** Fail the turn for good with this message: the segment settles `error`. */
   fail?: string;
   /** Fail retryably while the attempt number is at most this (a transient fault). */
@@ -33,13 +42,17 @@ export interface ScriptedAgentOptions {
 }
 
 export interface ScriptedTurnEvent {
-  kind: 'turn-start' | 'turn-end' | 'cancelled';
+  kind: 'turn-start' | 'turn-end' | 'cancelled' | 'tool-result';
   runId: string;
   segment: number;
   turn: number;
   attempt: number;
   /** The text of each user message this turn answers. */
   input: string[];
+  /** For `tool-result`: the tool and what the call returned. */
+  tool?: { name: string; isError: boolean; result: string };
+  /** For `turn-start` of a structured run: the `structured_output` parameters the child was shown. */
+  structuredSchema?: unknown;
 }
 
 export interface ScriptedProviderOptions {
@@ -52,8 +65,8 @@ export interface ScriptedProviderOptions {
   runSettings?: SubagentRunSettings;
   /** Played when the request carries no script. */
   script?: ScriptedTurn[];
-  /** Sees every turn start, end and cancellation (tests assert on it). */
-  observer?: (event: ScriptedTurnEvent) => void;
+  /** Sees every turn start, tool result, end and cancellation; the turn waits for a returned promise. */
+  observer?: (event: ScriptedTurnEvent) => unknown;
 }
 
 export const DEFAULT_SCRIPTED_REPLY = 'scripted reply to: {input}';
@@ -62,7 +75,7 @@ export function createScriptedProvider(options: ScriptedProviderOptions = {}): S
   const observe = options.observer ?? (() => {});
   return {
     name: options.name ?? 'scripted',
-    capabilities: { outputSchema: false, depthLimit: true, toolFilter: true, ...options.capabilities },
+    capabilities: { outputSchema: true, depthLimit: true, toolFilter: true, ...options.capabilities },
     inheritsParentContext: options.inheritsParentContext ?? false,
     steering: options.steering ?? true,
     resumable: options.resumable ?? true,
@@ -75,14 +88,18 @@ export function createScriptedProvider(options: ScriptedProviderOptions = {}): S
       const step: ScriptedTurn = script[ctx.turn] ?? {};
       const texts = input.map(textOf);
       const event = { runId: ctx.runId, segment: ctx.segment, turn: ctx.turn, attempt: ctx.attempt, input: texts };
-      observe({ kind: 'turn-start', ...event });
-      try {
-        if (step.delayMs) await sleep(step.delayMs, undefined, { signal: ctx.signal });
-        if (step.hang) await sleep(2 ** 31 - 1, undefined, { signal: ctx.signal });
-      } catch (err) {
-        if (ctx.signal.aborted) observe({ kind: 'cancelled', ...event });
-        throw err;
-      }
+      const schema = ctx.structuredOutput?.tool.parameters;
+      await observe({ kind: 'turn-start', ...event, ...(schema ? { structuredSchema: schema } : {}) });
+      const wait = async (ms: number) => {
+        try {
+          await sleep(ms, undefined, { signal: ctx.signal });
+        } catch (err) {
+          if (ctx.signal.aborted) await observe({ kind: 'cancelled', ...event });
+          throw err;
+        }
+      };
+      if (step.delayMs) await wait(step.delayMs);
+      if (step.hang) await wait(2 ** 31 - 1);
       if (step.failAttempts !== undefined && ctx.attempt <= step.failAttempts) {
         throw ApplicationFailure.retryable(`scripted transient failure on attempt ${ctx.attempt}`, 'SCRIPTED_TRANSIENT');
       }
@@ -99,14 +116,35 @@ export function createScriptedProvider(options: ScriptedProviderOptions = {}): S
           .replaceAll('{turn}', String(ctx.turn))
           .replaceAll('{segment}', String(ctx.segment))
           .replaceAll('{attempt}', String(ctx.attempt));
-      const output = step.output ?? [{ type: 'text', text: fill(step.reply ?? DEFAULT_SCRIPTED_REPLY) }];
-      observe({ kind: 'turn-end', ...event });
+      const toolCalls: ContentBlock[] = [];
+      for (const [index, call] of (step.calls ?? []).entries()) {
+        const argumentsJson = typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {});
+        toolCalls.push({ type: 'tool-call', id: `call-${ctx.turn}-${index}`, name: call.name, arguments: argumentsJson });
+        const outcome = callTool(call.name, argumentsJson, ctx);
+        await observe({ kind: 'tool-result', ...event, tool: { name: call.name, isError: outcome.isError, result: textOf(outcome.content) } });
+      }
+      if (step.holdMs) await wait(step.holdMs);
+      const replyText = step.reply ?? (toolCalls.length > 0 ? undefined : DEFAULT_SCRIPTED_REPLY);
+      const output = step.output ?? [...(replyText === undefined ? [] : [{ type: 'text' as const, text: fill(replyText) }]), ...toolCalls];
+      await observe({ kind: 'turn-end', ...event });
       return {
         output,
         stopReason: step.stopReason ?? 'completed',
         ...(step.diagnostic === undefined ? {} : { diagnostic: step.diagnostic }),
       };
     },
+  };
+}
+
+/** A scripted tool call: the capture runtime for `structured_output`, a stand-in for any other tool. */
+function callTool(name: string, argumentsJson: string, ctx: SubagentTurnContext): ToolCallOutcome {
+  const runtime = ctx.structuredOutput;
+  if (runtime?.captured) return runtime.deny(name);
+  if (name !== STRUCTURED_OUTPUT_TOOL) return { isError: false, content: [{ type: 'text', text: `${name} ran` }] };
+  if (runtime) return runtime.call(argumentsJson);
+  return {
+    isError: true,
+    content: [{ type: 'text', text: 'Error: structured_output is only available to subagents started with an output schema' }],
   };
 }
 

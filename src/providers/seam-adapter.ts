@@ -35,8 +35,14 @@ export function hostSeamProvider(provider: SubagentProvider, options: HostSeamPr
       const onAbort = () => run.cancel('subagent cancelled');
       ctx.signal.addEventListener('abort', onAbort, { once: true });
       try {
-        const { output, stopReason, diagnostic } = await run.result;
-        return { output, stopReason, ...(diagnostic === undefined ? {} : { diagnostic }) };
+        // The host validates `structured` against the run's schema before it counts.
+        const { output, stopReason, diagnostic, structured } = await run.result;
+        return {
+          output,
+          stopReason,
+          ...(diagnostic === undefined ? {} : { diagnostic }),
+          ...(structured === undefined ? {} : { structured }),
+        };
       } finally {
         ctx.signal.removeEventListener('abort', onAbort);
         await run.dispose();
