@@ -78,6 +78,11 @@ export interface SubagentParentRef {
 export interface ResolvedSubagentRequest {
   prompt: ContentBlock[];
   parent: SubagentParentRef;
+  /**
+   * For providers that inherit the parent's context (fork): the parent's balanced completed-turn
+   * prefix as conversation entries, and how many parent session events it came from.
+   */
+  seed?: { entries: TranscriptEntry[]; events: number };
   /** This child's depth: parent depth + 1. */
   depth: number;
   agentOptions?: JsonObject;
@@ -89,7 +94,15 @@ export interface ResolvedSubagentRequest {
 /** One entry of a child's conversation as the run workflow keeps it. Append-only. */
 export type TranscriptEntry =
   | { kind: 'user'; content: ContentBlock[] }
-  | { kind: 'assistant'; id: string; content: ContentBlock[]; stopReason: SubagentStopReason };
+  | { kind: 'assistant'; id: string; content: ContentBlock[]; stopReason: SubagentStopReason }
+  /** The results of one assistant message's tool calls, in call order. */
+  | { kind: 'tool'; results: ToolResultBlock[] };
+
+/** Token counts reported by the model endpoint. */
+export interface SubagentUsage {
+  promptTokens: number;
+  completionTokens: number;
+}
 
 /** Input of the `subagentTurn` activity: one turn of a turn-based provider. */
 export interface TurnActivityInput {
@@ -121,6 +134,50 @@ export interface SubagentTurnResult {
 export interface TurnActivityResult extends SubagentTurnResult {
   /** Names this output in the conversation, so a worker can tell whether its cache is current. */
   outputId: string;
+}
+
+/** Input of the `subagentModelCall` activity: one model call of an agent-loop provider. */
+export interface ModelCallInput {
+  provider: string;
+  runId: string;
+  segment: number;
+  turn: number;
+  /** The conversation up to the last assistant message, by reference (see `TurnActivityInput`). */
+  transcript: { length: number; lastAssistantId?: string };
+  /** What came after it: tool results and user messages, in order. */
+  delta: TranscriptEntry[];
+  /** Sent with the run's first model call only. */
+  request?: ResolvedSubagentRequest;
+}
+
+/** A tool call the model made; `answer` is set when the model-call activity already answered it. */
+export interface ModelToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+  answer?: { content: ContentBlock[]; isError: boolean };
+}
+
+export interface ModelCallResult {
+  outputId: string;
+  /** The assistant message: text blocks, then one tool-call block per call. */
+  content: ContentBlock[];
+  /** `completed` when the model stopped or called tools; `max-tokens`, `refusal` or `error` otherwise. */
+  stopReason: SubagentStopReason;
+  diagnostic?: string;
+  toolCalls: ModelToolCall[];
+  /** A value captured by `structured_output` in this response; it ends the turn. */
+  structured?: unknown;
+  usage?: SubagentUsage;
+}
+
+/** Input of a tool activity (its type is the tool's name). */
+export interface ToolActivityInput {
+  provider: string;
+  runId: string;
+  callId: string;
+  arguments: string;
+  cwd?: string;
 }
 
 /** What `runContextQuery` returns: the run's request and its whole conversation. */

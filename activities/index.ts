@@ -1,77 +1,138 @@
 // Every side effect of a run lives here. `createActivities` receives its dependencies: the hosted
-// providers, a way to fetch a run's context from its workflow, and the worker-side cache.
+// providers, a way to fetch a run's context from its workflow, and the worker-side cache. Every
+// activity heartbeats from its first moment and reports cancellation only once its work stopped.
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import OpenAI from 'openai';
+import { StructuredOutputSchema, validateStructuredValue } from '../src/schema';
 import type {
   ContentBlock,
+  ModelCallInput,
+  ModelCallResult,
   RunContextSnapshot,
   SubagentTurnResult,
+  ToolActivityInput,
+  TranscriptEntry,
   TurnActivityInput,
   TurnActivityResult,
 } from './contracts';
-import type { SubagentTurnContext, SubagentTurnProvider } from './provider';
+import type { ToolCallOutcome } from './structured-output';
+import { callModel } from './model-call';
+import type { SubagentAgentProvider, SubagentHostedProvider, SubagentTurnContext, SubagentTurnProvider } from './provider';
 import { CachedRunContext, RunContextCache } from './run-context-cache';
 import { createStructuredOutputRuntime } from './structured-output';
-import { StructuredOutputSchema, validateStructuredValue } from '../src/schema';
 
 export interface ActivityDependencies {
-  providers: ReadonlyMap<string, SubagentTurnProvider>;
+  providers: ReadonlyMap<string, SubagentHostedProvider>;
   /** Reads the run's request and conversation from its workflow (a query: nothing is recorded). */
   fetchRunContext(runId: string): Promise<RunContextSnapshot>;
   cache?: RunContextCache;
-  /** How often the host heartbeats while a turn runs; cancellation arrives with heartbeats. */
+  /** How often the host heartbeats while an activity runs; cancellation arrives with heartbeats. */
   heartbeatIntervalMs?: number;
-  /** How long a cancelled provider may take to stop before the turn reports cancellation anyway. */
+  /** How long cancelled work may take to stop before the activity reports cancellation anyway. */
   cancelGraceMs?: number;
   maxPayloadBytes: number;
+  /** Longest tool output handed back to the model; longer output is cut with a note. */
+  maxToolOutputBytes?: number;
 }
+
+/** Names the activities take in history besides the tools' own. */
+export const RESERVED_ACTIVITY_NAMES = ['subagentTurn', 'subagentModelCall'];
 
 export function createActivities(deps: ActivityDependencies) {
   const cache = deps.cache ?? new RunContextCache();
   const heartbeatIntervalMs = deps.heartbeatIntervalMs ?? 1000;
   const cancelGraceMs = deps.cancelGraceMs ?? 10_000;
+  const maxToolOutputBytes = deps.maxToolOutputBytes ?? 256 * 1024;
+  const clients = new Map<string, OpenAI>();
 
-  async function runContext(input: TurnActivityInput): Promise<CachedRunContext> {
-    const cached = cache.lookup(input.runId, input.transcript);
+  /** Runs `work` heartbeating; a cancelled activity reports cancellation whatever `work` threw. */
+  async function heartbeating<T>(work: (setDetails: (details: unknown) => void) => Promise<T>): Promise<T> {
+    const activity = Context.current();
+    let cancellation: CancelledFailure | undefined;
+    activity.cancelled.catch((err: CancelledFailure) => {
+      cancellation = err;
+    });
+    // From the first moment: fetching the run's context may wait on the workflow's worker.
+    let details: unknown = activity.info.heartbeatDetails;
+    activity.heartbeat(details);
+    const timer = setInterval(() => activity.heartbeat(details), heartbeatIntervalMs);
+    const setDetails = (progress: unknown) => {
+      details = progress;
+      activity.heartbeat(progress);
+    };
+    try {
+      const result = await untilStoppedOrGrace(work(setDetails), activity.cancellationSignal, cancelGraceMs);
+      if (cancellation) throw cancellation;
+      return result;
+    } catch (err) {
+      throw cancellation ?? err;
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
+  /** The run's request and its conversation before `ref`: the worker's cache if it is exact, else the workflow's. */
+  async function runContext(
+    runId: string,
+    ref: TurnActivityInput['transcript'],
+    request: TurnActivityInput['request'],
+  ): Promise<CachedRunContext> {
+    const cached = cache.lookup(runId, ref);
     if (cached) return cached;
     const fresh: CachedRunContext =
-      input.request && input.transcript.length === 0
-        ? { request: input.request, entries: [] }
-        : await deps.fetchRunContext(input.runId);
-    // A fetched conversation may already hold this turn's messages; keep only what came before it.
-    fresh.entries = fresh.entries.slice(0, input.transcript.length);
-    cache.put(input.runId, fresh);
+      request && ref.length === 0 ? { request, entries: [] } : await deps.fetchRunContext(runId);
+    // A fetched conversation may already hold later entries; keep only what came before `ref`.
+    fresh.entries = fresh.entries.slice(0, ref.length);
+    cache.put(runId, fresh);
     return fresh;
   }
 
-  return {
+  function hosted<K extends 'turns' | 'agent-loop'>(name: string, driver: K) {
+    const provider = deps.providers.get(name);
+    if (!provider || (provider.driver ?? 'turns') !== driver) {
+      throw ApplicationFailure.nonRetryable(
+        `this worker does not host ${driver} provider "${name}" (it hosts: ${[...deps.providers.keys()].join(', ')})`,
+        'NO_PROVIDER',
+      );
+    }
+    return provider as K extends 'turns' ? SubagentTurnProvider : SubagentAgentProvider;
+  }
+
+  function assertWithinLimit(value: unknown, what: string): void {
+    const size = Buffer.byteLength(JSON.stringify(value));
+    if (size > deps.maxPayloadBytes) {
+      throw ApplicationFailure.nonRetryable(`${what} is ${size} bytes; the limit is ${deps.maxPayloadBytes} bytes`, 'PAYLOAD_TOO_LARGE');
+    }
+  }
+
+  function clientFor(provider: SubagentAgentProvider): OpenAI {
+    let client = clients.get(provider.name);
+    if (!client) {
+      const { baseURL, apiKey } = provider.endpoint;
+      // Local endpoints (Ollama, vLLM) take any key; the client insists on one.
+      client = new OpenAI({ baseURL, apiKey: apiKey || 'unused', maxRetries: 0 });
+      clients.set(provider.name, client);
+    }
+    return client;
+  }
+
+  const activities: Record<string, (input: never) => Promise<unknown>> & {
+    subagentTurn(input: TurnActivityInput): Promise<TurnActivityResult>;
+    subagentModelCall(input: ModelCallInput): Promise<ModelCallResult>;
+  } = {
     /**
      * One turn of a turn-based provider. Resolves with the turn's output; a non-retryable failure
      * (unknown provider, output over the payload limit) fails at once, a cancelled run reports
      * cancellation only after the provider has stopped (or `cancelGraceMs` passed).
      */
     async subagentTurn(input: TurnActivityInput): Promise<TurnActivityResult> {
-      const provider = deps.providers.get(input.provider);
-      if (!provider) {
-        throw ApplicationFailure.nonRetryable(
-          `this worker does not host provider "${input.provider}" (it hosts: ${[...deps.providers.keys()].join(', ')})`,
-          'NO_PROVIDER',
-        );
-      }
-      const activity = Context.current();
-      let cancellation: CancelledFailure | undefined;
-      activity.cancelled.catch((err: CancelledFailure) => {
-        cancellation = err;
-      });
-      // Heartbeat from the first moment: fetching the context may wait on the workflow's worker.
-      let details: unknown = activity.info.heartbeatDetails;
-      activity.heartbeat(details);
-      const heartbeat = setInterval(() => activity.heartbeat(details), heartbeatIntervalMs);
-      try {
-        const context = await runContext(input);
+      const provider = hosted(input.provider, 'turns');
+      return heartbeating(async (setDetails) => {
+        const activity = Context.current();
+        const context = await runContext(input.runId, input.transcript, input.request);
         const schema = context.request.outputSchema as StructuredOutputSchema | undefined;
-        const structuredOutput =
-          schema && provider.capabilities.outputSchema ? createStructuredOutputRuntime(schema) : undefined;
+        const structuredOutput = schema && provider.capabilities.outputSchema ? createStructuredOutputRuntime(schema) : undefined;
         const turnContext: SubagentTurnContext = {
           runId: input.runId,
           segment: input.segment,
@@ -80,39 +141,72 @@ export function createActivities(deps: ActivityDependencies) {
           request: context.request,
           signal: activity.cancellationSignal,
           transcript: async () => context.entries,
-          heartbeat: (progress) => {
-            details = progress;
-            activity.heartbeat(progress);
-          },
+          heartbeat: setDetails,
           lastHeartbeat: activity.info.heartbeatDetails,
           ...(structuredOutput ? { structuredOutput } : {}),
         };
-        const turn = provider.runTurn(input.input, turnContext);
-        const returned = await untilStoppedOrGrace(turn, activity.cancellationSignal, cancelGraceMs);
-        if (cancellation) throw cancellation;
+        const returned = await provider.runTurn(input.input, turnContext);
         const result = withStructured(returned, schema, structuredOutput?.captured);
-        const size = Buffer.byteLength(JSON.stringify(result));
-        if (size > deps.maxPayloadBytes) {
-          throw ApplicationFailure.nonRetryable(
-            `provider "${input.provider}" produced a ${size}-byte turn output; the limit is ${deps.maxPayloadBytes} bytes`,
-            'PAYLOAD_TOO_LARGE',
-          );
-        }
+        assertWithinLimit(result, `provider "${input.provider}" produced a turn output that`);
         const outputId = randomUUID();
-        const appended = [
-          ...input.input.map((content: ContentBlock[]) => ({ kind: 'user' as const, content })),
-          { kind: 'assistant' as const, id: outputId, content: result.output, stopReason: result.stopReason },
-        ];
-        cache.put(input.runId, { request: context.request, entries: [...context.entries, ...appended] });
+        cache.put(input.runId, {
+          request: context.request,
+          entries: [
+            ...context.entries,
+            ...input.input.map((content): TranscriptEntry => ({ kind: 'user', content })),
+            { kind: 'assistant', id: outputId, content: result.output, stopReason: result.stopReason },
+          ],
+        });
         return { ...result, outputId };
-      } catch (err) {
-        // Whatever the provider threw on its way out of a cancelled turn, the turn was cancelled.
-        throw cancellation ?? err;
-      } finally {
-        clearInterval(heartbeat);
-      }
+      });
+    },
+
+    /**
+     * One model call of an agent-loop provider with the run's whole conversation, rebuilt from
+     * the worker's cache (or the workflow) plus the input's delta. See `callModel` for outcomes.
+     */
+    async subagentModelCall(input: ModelCallInput): Promise<ModelCallResult> {
+      const provider = hosted(input.provider, 'agent-loop');
+      return heartbeating(async () => {
+        const context = await runContext(input.runId, input.transcript, input.request);
+        const conversation = [...context.entries, ...input.delta];
+        const outcome = await callModel(clientFor(provider), provider, context.request, conversation, Context.current().cancellationSignal);
+        assertWithinLimit(outcome, 'the model response');
+        const outputId = randomUUID();
+        cache.put(input.runId, {
+          request: context.request,
+          entries: [...conversation, { kind: 'assistant', id: outputId, content: outcome.content, stopReason: outcome.stopReason }],
+        });
+        return { ...outcome, outputId };
+      });
     },
   };
+
+  // One activity per tool, named after it, so history reads as the child's actions.
+  for (const provider of deps.providers.values()) {
+    if (provider.driver !== 'agent-loop') continue;
+    for (const tool of provider.tools) {
+      activities[tool.name] = (async (input: ToolActivityInput): Promise<ToolCallOutcome> => {
+        const owner = hosted(input.provider, 'agent-loop');
+        const implementation = owner.tools.find((candidate) => candidate.name === tool.name) ?? tool;
+        return heartbeating(async () => {
+          let args: unknown;
+          try {
+            args = input.arguments.trim() === '' ? {} : JSON.parse(input.arguments);
+          } catch {
+            return errorOutcome(`invalid arguments: not JSON (${input.arguments.slice(0, 200)})`);
+          }
+          const outcome = await implementation.execute(args, {
+            cwd: input.cwd,
+            signal: Context.current().cancellationSignal,
+            runId: input.runId,
+          });
+          return truncated(outcome, maxToolOutputBytes);
+        });
+      }) as (input: never) => Promise<unknown>;
+    }
+  }
+  return activities;
 }
 
 /**
@@ -133,8 +227,29 @@ function withStructured(
   return { ...rest, stopReason: 'error', diagnostic: `the provider's structured result is invalid: ${violations.join('; ')}` };
 }
 
-/** The turn's result; once `signal` aborts, at most `graceMs` more of waiting for the provider. */
-async function untilStoppedOrGrace<T>(turn: Promise<T>, signal: AbortSignal, graceMs: number): Promise<T> {
+function errorOutcome(message: string): ToolCallOutcome {
+  return { isError: true, content: [{ type: 'text', text: `Error: ${message}` }] };
+}
+
+/** Cuts each text block so the whole outcome stays within `maxBytes`, saying how much was cut. */
+function truncated(outcome: ToolCallOutcome, maxBytes: number): ToolCallOutcome {
+  let budget = maxBytes;
+  const content = outcome.content.map((block): ContentBlock => {
+    if (block.type !== 'text') return block;
+    const bytes = Buffer.from(block.text);
+    if (bytes.length <= budget) {
+      budget -= bytes.length;
+      return block;
+    }
+    const kept = bytes.subarray(0, Math.max(budget, 0)).toString('utf8');
+    budget = 0;
+    return { type: 'text', text: `${kept}\n[output truncated: ${bytes.length - Buffer.byteLength(kept)} more bytes]` };
+  });
+  return { ...outcome, content };
+}
+
+/** The work's result; once `signal` aborts, at most `graceMs` more of waiting for it. */
+async function untilStoppedOrGrace<T>(work: Promise<T>, signal: AbortSignal, graceMs: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   let onAbort = () => {};
   // Rejects only if the grace runs out while the race is on, so it never rejects unobserved.
@@ -146,7 +261,7 @@ async function untilStoppedOrGrace<T>(turn: Promise<T>, signal: AbortSignal, gra
   if (signal.aborted) onAbort();
   else signal.addEventListener('abort', onAbort, { once: true });
   try {
-    return await Promise.race([turn, graceOver]);
+    return await Promise.race([work, graceOver]);
   } finally {
     clearTimeout(timer);
     signal.removeEventListener('abort', onAbort);

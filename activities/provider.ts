@@ -6,6 +6,7 @@ import type {
   SubagentTurnResult,
   TranscriptEntry,
 } from './contracts';
+import type { SubagentTool } from './file-tools';
 import type { StructuredOutputRuntime } from './structured-output';
 
 export interface SubagentCapabilities {
@@ -37,6 +38,8 @@ export interface SubagentRunSettings {
    * `structured_output` to call it. Default 1; 0 settles `error` at once.
    */
   structuredNudgeRetries?: number;
+  /** Agent-loop providers: model calls allowed in one turn before it ends with `error`. Default 200. */
+  maxStepsPerTurn?: number;
 }
 
 /**
@@ -52,6 +55,13 @@ export interface SubagentProviderDescriptor {
   readonly steering?: boolean;
   /** Settled runs park for `resume`, which continues the same child. */
   readonly resumable?: boolean;
+  /**
+   * How the run workflow drives it: `turns` (default) runs one activity per turn; `agent-loop`
+   * runs the model call and every tool call as activities of their own.
+   */
+  readonly driver?: 'turns' | 'agent-loop';
+  /** Names of the tools the child can call; `toolFilter` may name only these. */
+  readonly toolNames?: readonly string[];
   /** The task queue of the workers hosting it; default `subagents.<name>`. */
   readonly taskQueue?: string;
   /** Overrides of the service's run settings for this provider. */
@@ -80,6 +90,31 @@ export interface SubagentTurnContext {
   readonly structuredOutput?: StructuredOutputRuntime;
 }
 
+/** Where an agent-loop provider's model lives: any OpenAI-compatible chat-completions endpoint. */
+export interface SubagentModelEndpoint {
+  baseURL?: string;
+  apiKey?: string;
+  /** Used when neither `agentOptions.model` nor the parent's model is set. */
+  model?: string;
+  maxTokens?: number;
+  /** HTTP timeout of one model call. */
+  timeoutMs?: number;
+}
+
+/**
+ * An LLM child whose loop the run workflow drives: each model call is a `subagentModelCall`
+ * activity, each tool call an activity named after the tool.
+ */
+export interface SubagentAgentProvider extends SubagentProviderDescriptor {
+  readonly driver: 'agent-loop';
+  readonly endpoint: SubagentModelEndpoint;
+  readonly systemPrompt: string;
+  readonly tools: readonly SubagentTool[];
+}
+
+/** What a worker can host. */
+export type SubagentHostedProvider = SubagentTurnProvider | SubagentAgentProvider;
+
 /**
  * A provider implementation hosted by a worker. `runTurn` answers the user messages of one turn.
  * It resolves with a stop reason for every child-level outcome, failures included. A throw means
@@ -87,5 +122,6 @@ export interface SubagentTurnContext {
  * marked non-retryable, which ends the segment with `error` at once.
  */
 export interface SubagentTurnProvider extends SubagentProviderDescriptor {
+  readonly driver?: 'turns';
   runTurn(input: ContentBlock[][], context: SubagentTurnContext): Promise<SubagentTurnResult>;
 }

@@ -7,7 +7,9 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startDevServer } from '../src/dev-server';
 import { connectTemporal } from '../src/config';
+import { createSpawnProvider } from '../src/providers/llm';
 import { createScriptedProvider } from '../src/providers/scripted';
+import { startFakeOpenAI, textReply, toolCallReply } from '../test/helpers/fake-openai';
 import { TemporalSubagentService } from '../src/service';
 import { createSubagentWorker } from '../src/worker';
 
@@ -19,9 +21,12 @@ async function main(): Promise<void> {
   const server = await startDevServer();
   const temporal = await connectTemporal({ env: { TEMPORAL_ADDRESS: server.address } });
   const provider = createScriptedProvider({ name: 'scripted' });
-  const worker = await createSubagentWorker({ connection: temporal.connection, providers: [provider] });
+  const fake = await startFakeOpenAI();
+  const spawn = createSpawnProvider({ endpoint: { baseURL: fake.baseURL, model: 'fake-model' } });
+  const worker = await createSubagentWorker({ connection: temporal.connection, providers: [provider, spawn] });
   const service = new TemporalSubagentService({ client: temporal.client });
   service.registerProvider(provider);
+  service.registerProvider(spawn);
   await worker.runUntil(async () => {
     // A run touching every handler: steering, a failing-then-retried turn, resume, dispose.
     const run = service.start('scripted', {
@@ -53,12 +58,21 @@ async function main(): Promise<void> {
     await structured.result;
     await structured.dispose();
 
+    // An agent-loop run: a tool call, a steering message before the next model call, an answer.
+    fake.enqueue(toolCallReply([{ name: 'list_directory', arguments: {} }], { delayMs: 300 }), textReply('listed'));
+    const agent = service.start('spawn', { prompt: text('list'), parent: { id: 'recorder', session: { header: { id: 's', cwd: __dirname } } } });
+    await fake.waitForRequests(1);
+    agent.sendMessage!(text('briefly'));
+    await agent.result;
+    await agent.dispose();
+
     const handle = temporal.client.workflow.getHandle(run.id);
     const firstRunId = (await handle.describe()).raw.workflowExecutionInfo?.firstRunId ?? undefined;
     const recordings = [
       ['start', run.id, firstRunId],
       ['resumed', run.id, undefined],
       ['structured', structured.id, undefined],
+      ['agent-loop', agent.id, undefined],
     ] as const;
     for (const [label, workflowId, runId] of recordings) {
       const history = await temporal.client.workflow.getHandle(workflowId, runId).fetchHistory();
@@ -69,6 +83,7 @@ async function main(): Promise<void> {
   });
   await temporal.close();
   await server.stop();
+  await fake.close();
 }
 
 main().catch((err) => {

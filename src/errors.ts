@@ -15,6 +15,8 @@ export const SUBAGENT_ERROR_CODES = {
   INVALID_CONFIG: 'INVALID_CONFIG',
   /** `start`, `sendMessage`, `resume`: the payload would exceed Temporal's per-payload limit. */
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  /** `start`: `toolFilter` names a tool the provider does not have. */
+  UNKNOWN_TOOL: 'UNKNOWN_TOOL',
   /** `start`: the child would be deeper than `maxDepth` (`SubagentDepthError`). */
   DEPTH_EXCEEDED: 'DEPTH_EXCEEDED',
   /** `start`: the output schema is outside the supported subset (`OutputSchemaError`). */

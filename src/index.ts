@@ -31,6 +31,22 @@ export {
 } from './providers/scripted';
 export { hostSeamProvider, type HostSeamProviderOptions } from './providers/seam-adapter';
 export {
+  createForkProvider,
+  createSpawnProvider,
+  DEFAULT_SYSTEM_PROMPT,
+  endpointFromEnv,
+  type LlmProviderOptions,
+} from './providers/llm';
+export {
+  builtinFileTools,
+  listDirectoryTool,
+  readFileTool,
+  resolveInside,
+  searchTextTool,
+  type SubagentTool,
+  type SubagentToolContext,
+} from '../activities/file-tools';
+export {
   OutputSchemaError,
   assertSupportedOutputSchema,
   snapshotOutputSchema,

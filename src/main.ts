@@ -1,9 +1,12 @@
 // `npm start`: the main job. Starts the embedded Temporal server (or connects to TEMPORAL_ADDRESS)
-// and a worker, then runs one durable delegation end to end: start, a steering message, the
-// result, a resume and the resumed result. Prints each step and stops cleanly.
+// and a worker, then runs one durable delegation to the `spawn` LLM child end to end: start, a
+// steering message, the result, a resume and the resumed result. With OPENAI_BASE_URL set it
+// talks to that endpoint (model: SUBAGENT_MODEL); otherwise to a local fake model server, a test
+// double, and says so. Prints each step and stops cleanly.
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { FakeOpenAI, startFakeOpenAI, textReply, toolCallReply } from '../test/helpers/fake-openai';
 import { connectTemporal } from './config';
-import { createScriptedProvider } from './providers/scripted';
+import { createSpawnProvider, endpointFromEnv } from './providers/llm';
 import { TemporalSubagentService } from './service';
 import type { ContentBlock, SubagentResult } from './types';
 import { createSubagentWorker } from './worker';
@@ -23,38 +26,39 @@ async function main(): Promise<void> {
       ? `embedded Temporal dev server on ${temporal.address} (SQLite ${temporal.devServer.dbFilename})`
       : `Temporal server at ${temporal.address}, namespace ${temporal.namespace}`,
   );
-  step('no model endpoint is configured, so the child is the `scripted` provider: a test double that answers from a script');
+  let fake: FakeOpenAI | undefined;
+  let endpoint = endpointFromEnv();
+  if (endpoint.baseURL) {
+    step(`model endpoint ${endpoint.baseURL}, model ${endpoint.model ?? '(set SUBAGENT_MODEL)'}`);
+  } else {
+    fake = await startFakeOpenAI({ handler: fakeModel });
+    endpoint = { baseURL: fake.baseURL, model: 'fake-model' };
+    step(`OPENAI_BASE_URL is not set, so the model is a local fake server (a test double) at ${fake.baseURL}`);
+  }
 
-  let firstTurnStarted = () => {};
-  const firstTurn = new Promise<void>((resolve) => (firstTurnStarted = resolve));
-  const provider = createScriptedProvider({
-    observer: (event) => event.kind === 'turn-start' && event.turn === 0 && firstTurnStarted(),
-    script: [
-      { delayMs: 1000, reply: 'Read the task "{input}". The repository has src/, workflows/, activities/ and test/.' },
-      { reply: 'Steered at the turn boundary by "{input}": the tests live in test/.' },
-      { reply: 'Resumed with "{input}", remembering: {conversation}' },
-    ],
-  });
-  const worker = await createSubagentWorker({ connection: temporal.connection, namespace: temporal.namespace, providers: [provider] });
+  const spawn = createSpawnProvider({ endpoint });
+  const worker = await createSubagentWorker({ connection: temporal.connection, namespace: temporal.namespace, providers: [spawn] });
   const service = new TemporalSubagentService({ client: temporal.client });
-  service.registerProvider(provider);
+  service.registerProvider(spawn);
   service.on('subagent/start', ({ id, segment }) => step(`subagent/start ${id} segment ${segment}`));
-  service.on('subagent/end', ({ stopReason, segment }) => step(`subagent/end segment ${segment}: ${stopReason}`));
+  service.on('subagent/end', ({ stopReason, segment, usage }) =>
+    step(`subagent/end segment ${segment}: ${stopReason}, ${usage?.promptTokens ?? 0} prompt + ${usage?.completionTokens ?? 0} completion tokens so far`),
+  );
 
   try {
     await worker.runUntil(async () => {
-      const run = service.start('scripted', {
-        prompt: text('Describe the repository layout.'),
-        parent: { id: 'main-agent' },
+      const run = service.start('spawn', {
+        prompt: text('Describe the layout of this repository.'),
+        parent: { id: 'main-agent', session: { header: { id: 'main-session', cwd: process.cwd() } } },
       });
-      step(`started run ${run.id} (a workflow on task queue subagents.scripted)`);
-      await firstTurn;
-      run.sendMessage!(text('Also say where the tests are.'));
-      step('sent a steering message while the first turn runs');
+      step(`started run ${run.id}: a workflow on task queue subagents.spawn; each model and tool call is an activity`);
+      if (fake) await fake.waitForRequests(1);
+      run.sendMessage!(text('Keep it to one sentence.'));
+      step('sent a steering message: the child gets it before its next model call');
       step(`result: ${show(await run.result)}`);
 
-      const resumed = run.resume!(text('How many top-level folders?'));
-      step('resumed the settled run: same id, continued as new');
+      const resumed = run.resume!(text('Which folder holds the tests?'));
+      step('resumed the settled run: same id, continued as new with the conversation');
       step(`resumed result: ${show(await resumed.result)}`);
       await resumed.dispose();
       await run.dispose();
@@ -62,8 +66,25 @@ async function main(): Promise<void> {
     });
   } finally {
     await temporal.close();
+    await fake?.close();
   }
-  step('stopped the worker and the server');
+  step('stopped the worker, the server and the fake model');
+}
+
+/** The fake model: lists the working directory with the real tool, then answers from what it saw. */
+function fakeModel(request: { body: { messages: { role: string; content: string | null }[] } }) {
+  const messages = request.body.messages;
+  const listing = messages.filter((message) => message.role === 'tool').at(-1)?.content ?? '';
+  const folders = listing.split('\n').filter((line) => line.endsWith('/') && !line.startsWith('.'));
+  const last = messages.at(-1)!;
+  if (last.role === 'user' && messages.at(-2)?.role !== 'tool') {
+    if (last.content?.includes('tests')) {
+      return textReply(`The tests are in ${folders.find((folder) => folder.startsWith('test')) ?? 'no folder I saw'}.`);
+    }
+    return toolCallReply([{ name: 'list_directory', arguments: { path: '.' } }]);
+  }
+  const steer = last.role === 'user' ? ` (as asked: "${last.content}")` : '';
+  return textReply(`The repository has ${folders.length} folders: ${folders.join(', ')}${steer}.`);
 }
 
 main().catch((err) => {

@@ -1,12 +1,29 @@
 // Validation and resolution of what callers pass in, before anything durable exists. Every
 // malformed field is a synchronous `SubagentError('INVALID_REQUEST')` naming the field.
-import type { ContentBlock, JsonObject, ResolvedSubagentRequest, SubagentParentRef } from '../activities/contracts';
+import type {
+  ContentBlock,
+  JsonObject,
+  ResolvedSubagentRequest,
+  SubagentParentRef,
+  TranscriptEntry,
+} from '../activities/contracts';
 import { SubagentDepthError, SubagentError } from './errors';
 import { snapshotOutputSchema } from './schema';
 import type { SubagentStartRequest } from './types';
 
-/** Checks a start request and returns its wire form: plain JSON, parent serialised, depth computed. */
-export function resolveStartRequest(request: SubagentStartRequest): ResolvedSubagentRequest {
+export interface ResolveOptions {
+  /** The provider inherits the parent's context (fork): seed the child from the parent's log. */
+  seedFromParent?: boolean;
+  /** The tools the provider has, when it declares them: `toolFilter` may name only these. */
+  toolNames?: readonly string[];
+}
+
+/**
+ * Checks a start request and returns its wire form: plain JSON, parent serialised, depth
+ * computed, the schema snapshotted, a fork's seed cut from the parent's log. Throws
+ * `INVALID_REQUEST`, `UNKNOWN_TOOL`, `SubagentDepthError` or `OutputSchemaError`, in that order.
+ */
+export function resolveStartRequest(request: SubagentStartRequest, options: ResolveOptions = {}): ResolvedSubagentRequest {
   if (!isPlainObject(request)) invalid('the start request must be an object');
   const prompt = contentBlocks(request.prompt, 'request.prompt');
   const parent = parentRef(request.parent);
@@ -17,13 +34,23 @@ export function resolveStartRequest(request: SubagentStartRequest): ResolvedSuba
     invalid(`request.maxDepth must be a non-negative integer (got ${describe(maxDepth)})`);
   }
   const toolFilter = request.toolFilter === undefined ? undefined : toolFilterOf(request.toolFilter);
+  const seed = options.seedFromParent ? seedOf(request.parent) : undefined;
+  if (toolFilter && options.toolNames) {
+    const unknown = [...(toolFilter.allow ?? []), ...(toolFilter.deny ?? [])].filter((name) => !options.toolNames!.includes(name));
+    if (unknown.length > 0) {
+      throw new SubagentError(
+        `request.toolFilter names ${unknown.map((name) => `"${name}"`).join(', ')}, which the provider does not have (its tools: ${options.toolNames.join(', ') || 'none'})`,
+        'UNKNOWN_TOOL',
+      );
+    }
+  }
 
   const depth = parent.depth + 1;
   if (maxDepth !== undefined && depth > maxDepth) throw new SubagentDepthError(depth, maxDepth);
   // Snapshotted: a later change to the caller's object changes neither what the child sees nor validation.
   const outputSchema = request.outputSchema === undefined ? undefined : (snapshotOutputSchema(request.outputSchema) as unknown as JsonObject);
 
-  return omitUndefined({ prompt, parent, depth, agentOptions, outputSchema, maxDepth, toolFilter });
+  return omitUndefined({ prompt, parent, seed, depth, agentOptions, outputSchema, maxDepth, toolFilter });
 }
 
 /** Checks message or resume content: a non-empty array of content blocks, plain JSON. */
@@ -95,6 +122,35 @@ function parentRef(parent: unknown): SubagentParentRef {
     model: model as string | undefined,
     runId: parent.runId as string | undefined,
   });
+}
+
+/**
+ * The parent's balanced completed-turn prefix: its session events up to and including the last
+ * `turn/end` (never the turn in flight), as conversation entries. Undefined when no turn completed.
+ */
+export function seedOf(parent: SubagentStartRequest['parent']): ResolvedSubagentRequest['seed'] {
+  const events = parent.session?.events;
+  if (events === undefined) return undefined;
+  if (!Array.isArray(events)) invalid('request.parent.session.events must be an array of session events');
+  const lastTurnEnd = events.findLastIndex((event) => isPlainObject(event) && event.type === 'turn/end');
+  if (lastTurnEnd < 0) return undefined;
+  const prefix = events.slice(0, lastTurnEnd + 1);
+  const entries: TranscriptEntry[] = [];
+  prefix.forEach((event, index) => {
+    const path = `request.parent.session.events[${index}]`;
+    if (!isPlainObject(event) || typeof event.type !== 'string') invalid(`${path} must be a session event with a string "type"`);
+    const data = isPlainObject(event.data) ? event.data : {};
+    if (event.type === 'user/message') entries.push({ kind: 'user', content: contentBlocks(data.content, `${path}.data.content`) });
+    else if (event.type === 'assistant/message') {
+      const content = Array.isArray(data.content) && data.content.length === 0 ? [] : contentBlocks(data.content, `${path}.data.content`);
+      entries.push({ kind: 'assistant', id: `seed-${index}`, content, stopReason: 'completed' });
+    } else if (event.type === 'tool/result') {
+      if (typeof data.callId !== 'string') invalid(`${path}.data.callId must be a string`);
+      const content = Array.isArray(data.content) && data.content.length === 0 ? [] : contentBlocks(data.content, `${path}.data.content`);
+      entries.push({ kind: 'tool', results: [{ type: 'tool-result', toolCallId: data.callId, content, isError: data.isError === true }] });
+    }
+  });
+  return { entries, events: prefix.length };
 }
 
 function toolFilterOf(filter: unknown): ResolvedSubagentRequest['toolFilter'] {

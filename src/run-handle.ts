@@ -116,10 +116,12 @@ export class RunHandle {
         } catch (err) {
           logger.warn(`subagent: could not clone ${this.init.provider} output for subagent/end: ${err}`);
         }
+        const usage = this.outcome?.usage;
         events.emitContained('subagent/end', {
           ...info,
           stopReason: settled.stopReason,
           ...(lastAssistantMessage === undefined ? {} : { lastAssistantMessage }),
+          ...(usage === undefined ? {} : { usage }),
         });
       },
       () => events.emitContained('subagent/end', { ...info, stopReason: 'error' }),

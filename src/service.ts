@@ -132,7 +132,11 @@ export class TemporalSubagentService {
     }
     const input: SubagentRunInput = {
       provider: name,
-      request: resolveStartRequest(request),
+      driver: descriptor.driver ?? 'turns',
+      request: resolveStartRequest(request, {
+        seedFromParent: descriptor.inheritsParentContext,
+        ...(descriptor.toolNames ? { toolNames: descriptor.toolNames } : {}),
+      }),
       settings: provider.settings,
       steering: descriptor.steering ?? false,
       resumable: descriptor.resumable ?? false,

@@ -12,6 +12,7 @@ export const DEFAULT_RUN_SETTINGS = {
   heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
   structuredNudgeRetries: 1,
+  maxStepsPerTurn: 200,
 } as const satisfies SubagentRunSettings;
 
 /** Failure types of a turn that no retry can fix. */
@@ -28,13 +29,9 @@ export function resolveRunSettings(...layers: (SubagentRunSettings | undefined)[
   const backoffCoefficient = retry.backoffCoefficient!;
   const maximumAttempts = retry.maximumAttempts!;
   if (!(backoffCoefficient >= 1)) invalidConfig(`retry.backoffCoefficient must be at least 1 (got ${backoffCoefficient})`);
-  if (!(Number.isSafeInteger(maximumAttempts) && maximumAttempts >= 1)) {
-    invalidConfig(`retry.maximumAttempts must be a positive integer (got ${maximumAttempts})`);
-  }
-  const structuredNudgeRetries = merged.structuredNudgeRetries!;
-  if (!(Number.isSafeInteger(structuredNudgeRetries) && structuredNudgeRetries >= 0)) {
-    invalidConfig(`structuredNudgeRetries must be a non-negative integer (got ${structuredNudgeRetries})`);
-  }
+  count(maximumAttempts, 'retry.maximumAttempts', 1);
+  const structuredNudgeRetries = count(merged.structuredNudgeRetries!, 'structuredNudgeRetries', 0);
+  const maxStepsPerTurn = count(merged.maxStepsPerTurn!, 'maxStepsPerTurn', 1);
   return {
     resumeWindowMs: duration(merged.resumeWindow!, 'resumeWindow', 0),
     turnStartToCloseMs: duration(merged.turnTimeout!, 'turnTimeout'),
@@ -47,7 +44,13 @@ export function resolveRunSettings(...layers: (SubagentRunSettings | undefined)[
       nonRetryableErrorTypes: NON_RETRYABLE_TURN_ERRORS,
     },
     structuredNudgeRetries,
+    maxStepsPerTurn,
   };
+}
+
+function count(value: number, name: string, minimum: number): number {
+  if (!(Number.isSafeInteger(value) && value >= minimum)) invalidConfig(`${name} must be an integer of at least ${minimum} (got ${value})`);
+  return value;
 }
 
 function duration(value: SubagentDuration, name: string, minimum = 1): number {

@@ -1,6 +1,6 @@
 // The seam's vocabulary as callers use it. The serialisable part is shared with workflows and
 // activities (activities/contracts.ts); what holds live objects (signals, handles) is defined here.
-import type { ContentBlock, SubagentResult, SubagentStopReason, SubagentToolFilter } from '../activities/contracts';
+import type { ContentBlock, SubagentResult, SubagentStopReason, SubagentToolFilter, SubagentUsage } from '../activities/contracts';
 import type { SubagentCapabilities } from '../activities/provider';
 
 export type {
@@ -16,14 +16,18 @@ export type {
   SubagentStopReasonMap,
   SubagentToolFilter,
   SubagentTurnResult,
+  SubagentUsage,
   TextBlock,
   ToolCallBlock,
   ToolResultBlock,
   TranscriptEntry,
 } from '../activities/contracts';
 export type {
+  SubagentAgentProvider,
   SubagentCapabilities,
   SubagentDuration,
+  SubagentHostedProvider,
+  SubagentModelEndpoint,
   SubagentProviderDescriptor,
   SubagentRunSettings,
   SubagentTurnContext,
@@ -40,9 +44,24 @@ export type AgentId = string;
 export interface SubagentParent {
   readonly id: string;
   readonly options?: { readonly model?: string; readonly subagentDepth?: number };
-  readonly session?: { readonly header: { readonly id: string; readonly cwd?: string } };
+  readonly session?: {
+    readonly header: { readonly id: string; readonly cwd?: string };
+    /** The parent's session log; a provider that inherits context (fork) is seeded from it. */
+    readonly events?: readonly SubagentSessionEvent[];
+  };
   /** The parent's own run id when it is itself a durable subagent run. */
   readonly runId?: string;
+}
+
+/**
+ * One event of the parent's session log, in the seam's shape. Fork reads `user/message`,
+ * `assistant/message` and `tool/result` (their `data.content`, and `data.callId` / `data.isError`
+ * for results) up to the last `turn/end`; other types are skipped.
+ */
+export interface SubagentSessionEvent {
+  readonly type: string;
+  readonly seq?: number;
+  readonly data?: unknown;
 }
 
 /** Per-child options; `model` is the one every provider reads, others are provider-specific JSON. */
@@ -100,6 +119,8 @@ export interface SubagentRunEndInfo extends SubagentRunInfo {
   stopReason: SubagentStopReason;
   /** A deep clone of `result.output`; absent when the result rejected or could not be cloned. */
   lastAssistantMessage?: ContentBlock[];
+  /** Tokens the model endpoint reported over the run so far (providers that call a model). */
+  usage?: SubagentUsage;
 }
 
 export interface SubagentLogger {

@@ -1,20 +1,24 @@
 // `node dist/src/worker-main.js`: a standalone worker process, as the Docker image runs it.
 // Connects to TEMPORAL_ADDRESS (or starts the embedded server when unset) and hosts the
-// providers named in SUBAGENT_PROVIDERS (comma-separated; default: scripted). Stops on SIGTERM.
+// providers named in SUBAGENT_PROVIDERS (comma-separated; default: spawn,fork, which read
+// OPENAI_BASE_URL, OPENAI_API_KEY and SUBAGENT_MODEL). Stops on SIGTERM.
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import type { SubagentTurnProvider } from '../activities/provider';
+import type { SubagentHostedProvider } from '../activities/provider';
 import { connectTemporal } from './config';
 import { SubagentError } from './errors';
+import { createForkProvider, createSpawnProvider } from './providers/llm';
 import { createScriptedProvider } from './providers/scripted';
 import { createSubagentWorker } from './worker';
 
-const AVAILABLE: Record<string, () => SubagentTurnProvider> = {
+const AVAILABLE: Record<string, () => SubagentHostedProvider> = {
+  spawn: () => createSpawnProvider(),
+  fork: () => createForkProvider(),
   scripted: () => createScriptedProvider(),
 };
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger((process.env.SUBAGENT_LOG_LEVEL as 'INFO') ?? 'INFO') });
-  const names = (process.env.SUBAGENT_PROVIDERS ?? 'scripted').split(',').map((name) => name.trim()).filter(Boolean);
+  const names = (process.env.SUBAGENT_PROVIDERS ?? 'spawn,fork').split(',').map((name) => name.trim()).filter(Boolean);
   const providers = names.map((name) => {
     const create = AVAILABLE[name];
     if (!create) {

@@ -3,8 +3,8 @@
 // activities) live on its queue, so a fleet serves a provider wherever its queue is polled.
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, WorkerOptions, bundleWorkflowCode } from '@temporalio/worker';
-import { createActivities } from '../activities';
-import type { SubagentTurnProvider } from '../activities/provider';
+import { RESERVED_ACTIVITY_NAMES, createActivities } from '../activities';
+import type { SubagentHostedProvider } from '../activities/provider';
 import { RunContextCache } from '../activities/run-context-cache';
 import { runContextQuery } from '../workflows/subagent-run';
 import { DEFAULT_MAX_PAYLOAD_BYTES, defaultTaskQueue } from './constants';
@@ -14,7 +14,7 @@ export interface SubagentWorkerOptions {
   connection: NativeConnection;
   namespace?: string;
   /** Provider implementations to host; each is served on its descriptor's task queue. */
-  providers: readonly SubagentTurnProvider[];
+  providers: readonly SubagentHostedProvider[];
   /** A prebuilt bundle (`bundleSubagentWorkflows()`); default: bundled once per process. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   identity?: string;
@@ -53,14 +53,17 @@ export function bundleSubagentWorkflows(): ReturnType<typeof bundleWorkflowCode>
 
 /**
  * Creates (not yet running) workers for the given providers. Throws `INVALID_CONFIG` for no
- * providers or two with one name. The caller runs and shuts them down.
+ * providers, two with one name, or a tool named like a reserved activity. The caller runs and
+ * shuts them down.
  */
 export async function createSubagentWorker(options: SubagentWorkerOptions): Promise<SubagentWorker> {
-  const providers = new Map<string, SubagentTurnProvider>();
+  const providers = new Map<string, SubagentHostedProvider>();
   for (const provider of options.providers) {
     if (providers.has(provider.name)) {
       throw new SubagentError(`two hosted providers are named "${provider.name}"`, 'INVALID_CONFIG');
     }
+    const clash = provider.driver === 'agent-loop' && provider.tools.find((tool) => RESERVED_ACTIVITY_NAMES.includes(tool.name));
+    if (clash) throw new SubagentError(`provider "${provider.name}" has a tool named "${clash.name}", a name the worker reserves`, 'INVALID_CONFIG');
     providers.set(provider.name, provider);
   }
   if (providers.size === 0) throw new SubagentError('a subagent worker needs at least one provider', 'INVALID_CONFIG');

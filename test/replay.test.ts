@@ -14,9 +14,14 @@ describe('replay', () => {
 
   const files = readdirSync(HISTORIES).filter((file) => file.startsWith('subagent-run-') && file.endsWith('.json'));
 
-  it('has recorded histories of the shipped workflow: a continue-as-new chain and a structured run', () => {
+  it('has recorded histories of the shipped workflow: a continue-as-new chain, a structured run, an agent loop', () => {
     expect(files).toEqual(
-      expect.arrayContaining(['subagent-run-v1-start.json', 'subagent-run-v1-resumed.json', 'subagent-run-v1-structured.json']),
+      expect.arrayContaining([
+        'subagent-run-v1-start.json',
+        'subagent-run-v1-resumed.json',
+        'subagent-run-v1-structured.json',
+        'subagent-run-v1-agent-loop.json',
+      ]),
     );
   });
 

@@ -8,6 +8,8 @@ import type { ScriptedTurnEvent } from '../src/providers/scripted';
 import { runContextQuery } from '../workflows/subagent-run';
 import { TestTemporal, connectTestTemporal, eventually, newService, text, uniqueName } from './helpers/temporal';
 import { WorkerProcess, spawnWorkerProcess } from './helpers/processes';
+import { hangReply, startFakeOpenAI, textReply, toolCallReply } from './helpers/fake-openai';
+import { createSpawnProvider } from '../src/providers/llm';
 
 type LoggedEvent = ScriptedTurnEvent & { pid: number };
 
@@ -105,7 +107,9 @@ it('completes on a restarted worker after a SIGKILL mid-turn, delivering each me
 
   // The durable conversation holds every message once and one answer per turn.
   const { entries } = await temporal.client.workflow.getHandle(run.id).query(runContextQuery);
-  const flat = entries.map((entry: TranscriptEntry) => `${entry.kind}:${entry.content.map((b) => (b.type === 'text' ? b.text : '')).join('')}`);
+  const flat = entries.map((entry: TranscriptEntry) =>
+    entry.kind === 'tool' ? 'tool' : `${entry.kind}:${entry.content.map((b) => (b.type === 'text' ? b.text : '')).join('')}`,
+  );
   expect(flat).toEqual([
     'user:go',
     'assistant:read go',
@@ -140,4 +144,34 @@ it('yields structured exactly once when the worker is SIGKILLed right after the 
   const completions = history.events!.filter((e) => e.activityTaskCompletedEventAttributes);
   expect(completions).toHaveLength(1);
   await run.dispose();
+}, 90_000);
+
+it('repeats no completed model call when the worker is SIGKILLed between two model calls', async () => {
+  const fake = await startFakeOpenAI();
+  try {
+    const name = uniqueName('crash-spawn');
+    const service = newService(temporal);
+    service.registerProvider(createSpawnProvider({ name, runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' } } }));
+    const env = { PROVIDER_NAME: name, PROVIDER_KIND: 'spawn', OPENAI_BASE_URL: fake.baseURL, SUBAGENT_MODEL: 'fake-model' };
+    const first = await spawnWorkerProcess('worker-process', env);
+    workers.push(first);
+    fake.enqueue(toolCallReply([{ id: 'call-ls', name: 'list_directory', arguments: {} }]), hangReply(), textReply('survived'));
+    const cwd = mkdtempSync(join(tmpdir(), 'subagent-crash-cwd-'));
+    const run = service.start(name, { prompt: text('list, then answer'), parent: { id: 'p', session: { header: { id: 's', cwd } } } });
+
+    await fake.waitForRequests(2, 30_000);
+    await first.kill('SIGKILL');
+    workers.push(await spawnWorkerProcess('worker-process', env));
+
+    expect(await run.result).toEqual({ output: text('survived'), stopReason: 'completed' });
+    const conversations = fake.requests.map((request) => (request.body.messages as { role: string }[]).map((m) => m.role).join(','));
+    expect(conversations).toEqual(['system,user', 'system,user,assistant,tool', 'system,user,assistant,tool']);
+    expect(fake.requests[1]!.aborted).toBe(true);
+    const history = await temporal.client.workflow.getHandle(run.id).fetchHistory();
+    const scheduled = history.events!.flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType!.name] : []));
+    expect(scheduled).toEqual(['subagentModelCall', 'list_directory', 'subagentModelCall']);
+    await run.dispose();
+  } finally {
+    await fake.close();
+  }
 }, 90_000);

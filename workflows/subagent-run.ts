@@ -1,9 +1,11 @@
 // One subagent run = one workflow. A run is a chain of segments: the start, then one per resume.
-// Each segment drives turns of the provider as activities until the child stops with no steering
-// message waiting, settles a SubagentResult, then parks for the resume window. A resume continues
-// the same workflow id as new, carrying the conversation; cancel and dispose end the run.
+// Each segment drives turns of the provider (workflows/turns.ts) until the child stops with no
+// steering message waiting, settles a SubagentResult, then parks for the resume window. A resume
+// continues the same workflow id as new, carrying the conversation; cancel and dispose end the
+// run. A long segment continues as new between turns when the server suggests it.
 import {
   ActivityCancellationType,
+  ActivityOptions,
   ApplicationFailure,
   CancellationScope,
   allHandlersFinished,
@@ -13,19 +15,19 @@ import {
   defineSignal,
   defineUpdate,
   isCancellation,
-  proxyActivities,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { createActivities } from '../activities';
 import type {
   ContentBlock,
   ResolvedSubagentRequest,
   RunContextSnapshot,
   SubagentResult,
-  TranscriptEntry,
   SubagentTurnResult,
+  SubagentUsage,
+  TranscriptEntry,
 } from '../activities/contracts';
+import { RunState, turnRunner } from './turns';
 
 /** Run settings with every default resolved by the facade; durations in milliseconds. */
 export interface ResolvedRunSettings {
@@ -41,10 +43,14 @@ export interface ResolvedRunSettings {
   };
   /** Structured runs: turns that ask a child which finished without a capture to call the tool. */
   structuredNudgeRetries: number;
+  /** Agent-loop runs: model calls allowed in one turn before it ends with `error`. */
+  maxStepsPerTurn: number;
 }
 
 export interface SubagentRunInput {
   provider: string;
+  /** `turns`: one activity per turn; `agent-loop`: one per model call and per tool call. */
+  driver: 'turns' | 'agent-loop';
   request: ResolvedSubagentRequest;
   settings: ResolvedRunSettings;
   /** Whether the provider takes steering messages; if not, messages are counted and dropped. */
@@ -61,8 +67,12 @@ export interface SubagentRunCarry {
   segment: number;
   turn: number;
   transcript: TranscriptEntry[];
-  /** User messages for the segment's first turn: undelivered steering, then the resume content. */
+  /** User messages for the next turn: undelivered steering, then the resume content. */
   pending: ContentBlock[][];
+  usage: SubagentUsage;
+  droppedMessages: number;
+  /** Set when a segment continued as new between two of its turns. */
+  midSegment?: { nudgesLeft: number; lastOutput: ContentBlock[] };
 }
 
 export interface SegmentOutcome {
@@ -70,6 +80,8 @@ export interface SegmentOutcome {
   result: SubagentResult;
   /** Epoch ms until which `resume` is accepted; absent when the run closes instead of parking. */
   resumableUntil?: number;
+  /** Tokens the model endpoint reported over the whole run so far (agent-loop providers). */
+  usage?: SubagentUsage;
 }
 
 export type SegmentResultReply = { settled: SegmentOutcome } | { moved: true };
@@ -91,12 +103,22 @@ export interface SubagentRunStatus {
   turns: number;
   pendingMessages: number;
   droppedMessages: number;
+  usage: SubagentUsage;
+  /** Leading conversation entries inherited from the parent (fork), not the child's own. */
+  seedLength: number;
   resumableUntil?: number;
   lastResult?: SubagentResult;
 }
 
 export interface SendMessageArgs {
   content: ContentBlock[];
+}
+
+export interface ResumeArgs {
+  fromSegment: number;
+  content: ContentBlock[];
+  /** The caller cancelled before the resume was sent: the new segment settles `aborted` at once. */
+  abortedAtStart?: boolean;
 }
 
 /** The user message of a nudge turn. */
@@ -106,13 +128,6 @@ export const STRUCTURED_OUTPUT_NUDGE =
 export const sendMessageSignal = defineSignal<[SendMessageArgs]>('sendMessage');
 /** Resolves with segment `segment` (default: the current one) once it settles. */
 export const segmentResultUpdate = defineUpdate<SegmentResultReply, [{ segment?: number }]>('segmentResult');
-export interface ResumeArgs {
-  fromSegment: number;
-  content: ContentBlock[];
-  /** The caller cancelled before the resume was sent: the new segment settles `aborted` at once. */
-  abortedAtStart?: boolean;
-}
-
 export const resumeUpdate = defineUpdate<{ segment: number }, [ResumeArgs]>('resume');
 /** Ends the run if `segment` is still its current one; resolves once the provider has stopped. */
 export const disposeUpdate = defineUpdate<{ disposed: boolean }, [{ segment: number }]>('dispose');
@@ -120,25 +135,28 @@ export const statusQuery = defineQuery<SubagentRunStatus>('status');
 /** What a worker that lacks the conversation in its cache fetches; writes nothing to history. */
 export const runContextQuery = defineQuery<RunContextSnapshot>('runContext');
 
-type Activities = ReturnType<typeof createActivities>;
-
 export async function subagentRunWorkflow(input: SubagentRunInput): Promise<SubagentRunOutcome> {
-  const { settings, request } = input;
-  const runId = workflowInfo().workflowId;
-  const segment = input.carried?.segment ?? 0;
-  const transcript: TranscriptEntry[] = input.carried?.transcript ?? [];
-  const pending: ContentBlock[][] = input.carried?.pending ?? [request.prompt];
-  let turn = input.carried?.turn ?? 0;
-
+  const { settings, request, carried } = input;
+  const segment = carried?.segment ?? 0;
+  const state: RunState = {
+    runId: workflowInfo().workflowId,
+    provider: input.provider,
+    segment,
+    request,
+    transcript: carried?.transcript ?? [...(request.seed?.entries ?? [])],
+    pending: carried?.pending ?? [request.prompt],
+    turn: carried?.turn ?? 0,
+    usage: carried?.usage ?? { promptTokens: 0, completionTokens: 0 },
+  };
+  let droppedMessages = carried?.droppedMessages ?? 0;
   let phase: SubagentRunStatus['phase'] = 'running';
   let outcome: SegmentOutcome | undefined;
   let resumeRequest: ResumeArgs | undefined;
   let disposeRequested = false;
   let continuing = false;
-  let droppedMessages = 0;
   const segmentScope = new CancellationScope();
 
-  const { subagentTurn } = proxyActivities<Activities>({
+  const activityOptions: ActivityOptions = {
     startToCloseTimeout: settings.turnStartToCloseMs,
     heartbeatTimeout: settings.turnHeartbeatMs,
     // The workflow waits until the provider has really stopped before it settles `aborted`.
@@ -150,10 +168,11 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
       maximumAttempts: settings.turnRetry.maximumAttempts,
       nonRetryableErrorTypes: settings.turnRetry.nonRetryableErrorTypes,
     },
-  });
+  };
+  const runTurn = turnRunner(input.driver, state, activityOptions, settings.maxStepsPerTurn);
 
   setHandler(sendMessageSignal, ({ content }) => {
-    if (input.steering) pending.push(content);
+    if (input.steering) state.pending.push(content);
     else droppedMessages++;
   });
 
@@ -169,7 +188,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
       validator: ({ segment: wanted }) => {
         if (wanted === undefined || wanted === segment) return;
         if (wanted === segment + 1 && resumeRequest !== undefined) return;
-        throw ApplicationFailure.nonRetryable(`run ${runId} has no segment ${wanted} (current: ${segment})`, 'UNKNOWN_RUN');
+        throw ApplicationFailure.nonRetryable(`run ${state.runId} has no segment ${wanted} (current: ${segment})`, 'UNKNOWN_RUN');
       },
     },
   );
@@ -183,7 +202,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     {
       validator: ({ fromSegment }) => {
         const refusal = resumeRefusal(fromSegment);
-        if (refusal) throw ApplicationFailure.nonRetryable(`cannot resume run ${runId}: ${refusal}`, 'NOT_RESUMABLE');
+        if (refusal) throw ApplicationFailure.nonRetryable(`cannot resume run ${state.runId}: ${refusal}`, 'NOT_RESUMABLE');
       },
     },
   );
@@ -200,14 +219,16 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     provider: input.provider,
     segment,
     phase,
-    turns: turn,
-    pendingMessages: pending.length,
+    turns: state.turn,
+    pendingMessages: state.pending.length,
     droppedMessages,
+    usage: state.usage,
+    seedLength: request.seed?.entries.length ?? 0,
     resumableUntil: outcome?.resumableUntil,
     lastResult: outcome?.result,
   }));
 
-  setHandler(runContextQuery, () => ({ request, entries: transcript }));
+  setHandler(runContextQuery, () => ({ request, entries: state.transcript }));
 
   function resumeRefusal(fromSegment: number): string | undefined {
     if (!input.resumable) return `provider "${input.provider}" does not support resume`;
@@ -218,29 +239,22 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     return undefined;
   }
 
-  /** Runs one turn; a provider or retry failure becomes an `error` result, cancellation propagates. */
-  async function runTurn(turnInput: ContentBlock[][]): Promise<SubagentTurnResult> {
-    const lastAssistant = transcript.findLast((entry) => entry.kind === 'assistant');
-    const transcriptRef = { length: transcript.length, lastAssistantId: lastAssistant?.id };
-    const turnNumber = turn++;
-    for (const content of turnInput) transcript.push({ kind: 'user', content });
-    try {
-      const result = await subagentTurn({
-        provider: input.provider,
-        runId,
-        segment,
-        turn: turnNumber,
-        input: turnInput,
-        transcript: transcriptRef,
-        request: turnNumber === 0 ? request : undefined,
-      });
-      transcript.push({ kind: 'assistant', id: result.outputId, content: result.output, stopReason: result.stopReason });
-      return result;
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      return { output: [], stopReason: 'error', diagnostic: failureMessage(err) };
-    }
+  /** Continues as new, telling every caller waiting on a result to ask the next run. */
+  async function continueWith(next: SubagentRunCarry, abortedAtStart?: boolean): Promise<never> {
+    continuing = true;
+    await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
+    return continueAsNew<typeof subagentRunWorkflow>({ ...input, abortedAtStart, carried: next });
   }
+
+  const carry = (pending: ContentBlock[][], midSegment?: SubagentRunCarry['midSegment']): SubagentRunCarry => ({
+    segment,
+    turn: state.turn,
+    transcript: state.transcript,
+    pending,
+    usage: state.usage,
+    droppedMessages,
+    ...(midSegment ? { midSegment } : {}),
+  });
 
   /**
    * Turns until the child stops with no message waiting; settles `aborted` on cancel or dispose.
@@ -248,18 +262,22 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
    */
   async function runSegment(): Promise<SubagentResult> {
     const structuredRun = request.outputSchema !== undefined;
-    let nudgesLeft = settings.structuredNudgeRetries;
+    let nudgesLeft = carried?.midSegment?.nudgesLeft ?? settings.structuredNudgeRetries;
+    let lastOutput = carried?.midSegment?.lastOutput ?? [];
     let last: SubagentTurnResult | undefined;
-    let lastOutput: ContentBlock[] = [];
     try {
       await segmentScope.run(async () => {
-        let turnInput = pending.splice(0);
-        for (;;) {
+        let turnInput = state.pending.splice(0);
+        for (let turnsHere = 0; ; turnsHere++) {
+          // Between turns the whole state is in `state`: a safe point to start a fresh history.
+          if (turnsHere > 0 && workflowInfo().continueAsNewSuggested) {
+            await continueWith(carry([...turnInput, ...state.pending], { nudgesLeft, lastOutput }));
+          }
           last = await runTurn(turnInput);
           if (last.output.length > 0) lastOutput = last.output;
           if (last.structured !== undefined || last.stopReason !== 'completed') return;
-          if (pending.length > 0) {
-            turnInput = pending.splice(0);
+          if (state.pending.length > 0) {
+            turnInput = state.pending.splice(0);
           } else if (structuredRun && nudgesLeft > 0 && !segmentScope.consideredCancelled) {
             nudgesLeft--;
             turnInput = [[{ type: 'text', text: STRUCTURED_OUTPUT_NUDGE }]];
@@ -291,7 +309,8 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   let closedBy: SubagentRunClosedBy = 'settled';
   const result: SubagentResult = input.abortedAtStart ? { output: [], stopReason: 'aborted' } : await runSegment();
   const parks = input.resumable && !disposeRequested && !runCancelled() && result.stopReason !== 'aborted';
-  outcome = { segment, result, ...(parks ? { resumableUntil: Date.now() + settings.resumeWindowMs } : {}) };
+  const usage = input.driver === 'agent-loop' ? { usage: state.usage } : {};
+  outcome = { segment, result, ...usage, ...(parks ? { resumableUntil: Date.now() + settings.resumeWindowMs } : {}) };
 
   if (parks) {
     phase = 'parked';
@@ -306,13 +325,10 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
       closedBy = 'cancelled';
     }
     if (resumeRequest && closedBy === 'settled') {
-      continuing = true;
-      await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
-      await continueAsNew<typeof subagentRunWorkflow>({
-        ...input,
-        abortedAtStart: resumeRequest.abortedAtStart,
-        carried: { segment: segment + 1, turn, transcript, pending: [...pending, resumeRequest.content] },
-      });
+      await continueWith(
+        { ...carry([...state.pending, resumeRequest.content]), segment: segment + 1 },
+        resumeRequest.abortedAtStart,
+      );
     }
   } else {
     closedBy = disposeRequested ? 'disposed' : result.stopReason === 'aborted' ? 'cancelled' : 'settled';
@@ -320,12 +336,5 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
 
   phase = 'closing';
   await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
-  return { ...outcome, closedBy, undeliveredMessages: pending.length };
-}
-
-function failureMessage(err: unknown): string {
-  // ActivityFailure wraps the provider's ApplicationFailure (or a timeout) as its cause.
-  const messages: string[] = [];
-  for (let e: unknown = err; e instanceof Error; e = e.cause) messages.push(e.message);
-  return messages.filter(Boolean).join(': ') || 'subagent turn failed';
+  return { ...outcome, closedBy, undeliveredMessages: state.pending.length };
 }

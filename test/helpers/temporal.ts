@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
-import type { SubagentTurnProvider } from '../../activities/provider';
+import type { SubagentHostedProvider } from '../../activities/provider';
 import { TemporalSubagentService, TemporalSubagentServiceOptions } from '../../src/service';
 import type { SubagentLogger } from '../../src/types';
 import { SubagentWorkerOptions, createSubagentWorker } from '../../src/worker';
@@ -49,7 +49,7 @@ export function recordingLogger(): SubagentLogger & { warnings: string[] } {
 /** Starts a worker hosting `providers`; the returned function stops it. */
 export async function startWorker(
   temporal: TestTemporal,
-  providers: SubagentTurnProvider[],
+  providers: SubagentHostedProvider[],
   options: Partial<SubagentWorkerOptions> = {},
 ): Promise<() => Promise<void>> {
   const worker = await createSubagentWorker({

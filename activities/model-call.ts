@@ -1,0 +1,183 @@
+// One model call of an agent-loop child against any OpenAI-compatible chat-completions endpoint,
+// through the official `openai` client. The activity's cancellation signal goes into the HTTP
+// request; transient endpoint failures are retried by Temporal (honouring Retry-After), others
+// end the turn with `error` and a diagnostic. Structured-output calls are validated right here.
+import { ApplicationFailure } from '@temporalio/common';
+import OpenAI from 'openai';
+import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type { StructuredOutputSchema } from '../src/schema';
+import type {
+  ContentBlock,
+  ModelCallResult,
+  ModelToolCall,
+  ResolvedSubagentRequest,
+  SubagentStopReason,
+  TranscriptEntry,
+} from './contracts';
+import type { SubagentAgentProvider } from './provider';
+import { createStructuredOutputRuntime } from './structured-output';
+
+export type ModelCallOutcome = Omit<ModelCallResult, 'outputId'>;
+
+/** The tools a run may call: the provider's, narrowed by the request's filter (deny wins). */
+export function allowedToolNames(provider: SubagentAgentProvider, request: ResolvedSubagentRequest): Set<string> {
+  const { allow, deny } = request.toolFilter ?? {};
+  return new Set(
+    provider.tools.map((tool) => tool.name).filter((name) => (!allow || allow.includes(name)) && !deny?.includes(name)),
+  );
+}
+
+/**
+ * Calls the model once with the whole conversation. Resolves with the assistant message, its
+ * stop reason and tool calls (answered here when they are `structured_output`, denied or
+ * unknown); rejects with a retryable `ApplicationFailure` for a transient endpoint failure, and
+ * with the abort error when `signal` aborts.
+ */
+export async function callModel(
+  client: OpenAI,
+  provider: SubagentAgentProvider,
+  request: ResolvedSubagentRequest,
+  conversation: readonly TranscriptEntry[],
+  signal: AbortSignal,
+): Promise<ModelCallOutcome> {
+  const model = stringOption(request.agentOptions?.model) ?? request.parent.model ?? provider.endpoint.model;
+  if (!model) {
+    return failed(`no model is configured for provider "${provider.name}": set SUBAGENT_MODEL or agentOptions.model`);
+  }
+  const allowed = allowedToolNames(provider, request);
+  const schema = request.outputSchema as StructuredOutputSchema | undefined;
+  const structured = schema ? createStructuredOutputRuntime(schema) : undefined;
+  const definitions = provider.tools.filter((tool) => allowed.has(tool.name));
+  const offered = (structured ? structured.withTool(definitions) : definitions).map(toChatTool);
+  const system = structured ? structured.systemPrompt(provider.systemPrompt) : provider.systemPrompt;
+
+  let completion: OpenAI.Chat.Completions.ChatCompletion;
+  try {
+    completion = await client.chat.completions.create(
+      {
+        model,
+        messages: toChatMessages(system, conversation),
+        ...(offered.length > 0 ? { tools: offered } : {}),
+        ...(provider.endpoint.maxTokens ? { max_tokens: provider.endpoint.maxTokens } : {}),
+      },
+      { signal, maxRetries: 0, ...(provider.endpoint.timeoutMs ? { timeout: provider.endpoint.timeoutMs } : {}) },
+    );
+  } catch (err) {
+    if (signal.aborted) throw err;
+    return endpointFailure(err);
+  }
+
+  const choice = completion.choices?.[0];
+  if (!choice) return failed('the model endpoint returned no choices');
+  const { message } = choice;
+  const content: ContentBlock[] = [];
+  if (message.content) content.push({ type: 'text', text: message.content });
+  if (message.refusal) content.push({ type: 'text', text: message.refusal });
+  const toolCalls: ModelToolCall[] = [];
+  for (const call of message.tool_calls ?? []) {
+    if (call.type !== 'function') continue;
+    const { name, arguments: args } = call.function;
+    content.push({ type: 'tool-call', id: call.id, name, arguments: args });
+    toolCalls.push({ id: call.id, name, arguments: args, ...answerHere(name, args) });
+  }
+  const usage = completion.usage
+    ? { promptTokens: completion.usage.prompt_tokens, completionTokens: completion.usage.completion_tokens }
+    : undefined;
+  const stop = stopReasonOf(choice.finish_reason, Boolean(message.refusal));
+  return {
+    content,
+    stopReason: stop.stopReason,
+    ...(stop.diagnostic ? { diagnostic: stop.diagnostic } : {}),
+    toolCalls,
+    ...(structured?.captured ? { structured: structured.captured.value } : {}),
+    ...(usage ? { usage } : {}),
+  };
+
+  /** Calls in one response run in order: after a capture every later call is denied. */
+  function answerHere(name: string, args: string): Pick<ModelToolCall, 'answer'> {
+    if (structured?.captured) return { answer: structured.deny(name) };
+    if (structured && name === structured.tool.name) return { answer: structured.call(args) };
+    if (!allowed.has(name)) {
+      const available = [...allowed].join(', ') || 'none';
+      return { answer: { isError: true, content: [{ type: 'text', text: `Error: tool "${name}" is not available to this subagent (available: ${available})` }] } };
+    }
+    return {};
+  }
+}
+
+/** The conversation in chat-completions form: system, then user, assistant and tool messages. */
+export function toChatMessages(system: string, entries: readonly TranscriptEntry[]): ChatCompletionMessageParam[] {
+  const messages: ChatCompletionMessageParam[] = system ? [{ role: 'system', content: system }] : [];
+  for (const entry of entries) {
+    if (entry.kind === 'user') {
+      messages.push({ role: 'user', content: textOf(entry.content) });
+    } else if (entry.kind === 'assistant') {
+      const calls = entry.content.flatMap((block) =>
+        block.type === 'tool-call' ? [{ id: block.id, type: 'function' as const, function: { name: block.name, arguments: block.arguments } }] : [],
+      );
+      messages.push({ role: 'assistant', content: textOf(entry.content) || null, ...(calls.length > 0 ? { tool_calls: calls } : {}) });
+    } else {
+      for (const result of entry.results) {
+        messages.push({ role: 'tool', tool_call_id: result.toolCallId, content: textOf(result.content) });
+      }
+    }
+  }
+  return messages;
+}
+
+function toChatTool(tool: { name: string; description: string; parameters: object }): ChatCompletionTool {
+  return { type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters as Record<string, unknown> } };
+}
+
+function stopReasonOf(finishReason: string | null, refused: boolean): { stopReason: SubagentStopReason; diagnostic?: string } {
+  if (refused || finishReason === 'content_filter') return { stopReason: 'refusal' };
+  if (finishReason === 'length') return { stopReason: 'max-tokens' };
+  if (finishReason === 'stop' || finishReason === 'tool_calls' || finishReason === 'function_call') return { stopReason: 'completed' };
+  return { stopReason: 'error', diagnostic: `the model endpoint gave an unknown finish_reason: ${finishReason}` };
+}
+
+/**
+ * A failed call: 429, 408, 409, 5xx and connection failures are retried by Temporal after the
+ * endpoint's Retry-After (if it sent one); any other HTTP error ends the turn with `error`.
+ */
+function endpointFailure(err: unknown): ModelCallOutcome {
+  if (err instanceof OpenAI.APIConnectionError) {
+    throw ApplicationFailure.create({ message: `model endpoint unreachable: ${err.message}`, type: 'MODEL_UNAVAILABLE' });
+  }
+  if (err instanceof OpenAI.APIError && err.status !== undefined) {
+    const transient = err.status === 429 || err.status === 408 || err.status === 409 || err.status >= 500;
+    if (transient) {
+      const delay = retryAfterMs(err.headers);
+      throw ApplicationFailure.create({
+        message: `model endpoint answered ${err.status}: ${err.message}`,
+        type: 'MODEL_TRANSIENT',
+        ...(delay === undefined ? {} : { nextRetryDelay: delay }),
+      });
+    }
+    return failed(`model endpoint answered ${err.status}: ${err.message}`);
+  }
+  throw err;
+}
+
+function retryAfterMs(headers: Headers | undefined): number | undefined {
+  const ms = Number(headers?.get('retry-after-ms'));
+  if (Number.isFinite(ms) && ms > 0) return ms;
+  const value = headers?.get('retry-after');
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+function failed(diagnostic: string): ModelCallOutcome {
+  return { content: [], stopReason: 'error', diagnostic, toolCalls: [] };
+}
+
+function stringOption(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+function textOf(content: readonly ContentBlock[]): string {
+  return content.map((block) => (block.type === 'text' ? block.text : '')).join('');
+}

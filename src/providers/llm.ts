@@ -1,0 +1,56 @@
+// `spawn` and `fork`: LLM child agents on any OpenAI-compatible chat-completions endpoint
+// (OpenAI, DeepSeek, vLLM, Ollama, LM Studio). The run workflow drives their loop: each model
+// call and each tool call is an activity, so a crash costs at most the call in flight. `spawn`
+// starts fresh; `fork` is seeded with the parent's conversation up to its last completed turn.
+import { builtinFileTools, type SubagentTool } from '../../activities/file-tools';
+import type { SubagentAgentProvider, SubagentModelEndpoint, SubagentRunSettings } from '../../activities/provider';
+
+export interface LlmProviderOptions {
+  /** Default `spawn` / `fork`. */
+  name?: string;
+  /** Default: `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `SUBAGENT_MODEL` from the environment. */
+  endpoint?: SubagentModelEndpoint;
+  systemPrompt?: string;
+  /** Default: the built-in file tools confined to the run's cwd (read_file, list_directory, search_text). */
+  tools?: readonly SubagentTool[];
+  taskQueue?: string;
+  runSettings?: SubagentRunSettings;
+}
+
+export const DEFAULT_SYSTEM_PROMPT =
+  'You are a subagent: another agent delegated a task to you. Work on it with the tools you have, then answer with a concise, complete result. The files you can read are confined to the working directory.';
+
+/** The endpoint the environment configures: OPENAI_BASE_URL, OPENAI_API_KEY, SUBAGENT_MODEL. */
+export function endpointFromEnv(env: NodeJS.ProcessEnv = process.env): SubagentModelEndpoint {
+  return {
+    ...(env.OPENAI_BASE_URL ? { baseURL: env.OPENAI_BASE_URL } : {}),
+    ...(env.OPENAI_API_KEY ? { apiKey: env.OPENAI_API_KEY } : {}),
+    ...(env.SUBAGENT_MODEL ? { model: env.SUBAGENT_MODEL } : {}),
+  };
+}
+
+export function createSpawnProvider(options: LlmProviderOptions = {}): SubagentAgentProvider {
+  return llmProvider(options.name ?? 'spawn', false, options);
+}
+
+export function createForkProvider(options: LlmProviderOptions = {}): SubagentAgentProvider {
+  return llmProvider(options.name ?? 'fork', true, options);
+}
+
+function llmProvider(name: string, inheritsParentContext: boolean, options: LlmProviderOptions): SubagentAgentProvider {
+  const tools = options.tools ?? builtinFileTools();
+  return {
+    name,
+    driver: 'agent-loop',
+    capabilities: { outputSchema: true, depthLimit: true, toolFilter: true },
+    inheritsParentContext,
+    steering: true,
+    resumable: true,
+    toolNames: tools.map((tool) => tool.name),
+    endpoint: options.endpoint ?? endpointFromEnv(),
+    systemPrompt: options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT,
+    tools,
+    ...(options.taskQueue === undefined ? {} : { taskQueue: options.taskQueue }),
+    ...(options.runSettings === undefined ? {} : { runSettings: options.runSettings }),
+  };
+}

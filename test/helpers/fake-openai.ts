@@ -1,0 +1,378 @@
+// Test double for an OpenAI-compatible chat-completions endpoint (OpenAI, DeepSeek, vLLM, Ollama): a real HTTP
+// server on loopback that answers POST /v1/chat/completions from a per-request script and records every request,
+// so tests can drive the official `openai` client without a network or an API key.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+export interface FakeChatRequest {
+  index: number;
+  method: string;
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: any;
+  /** true once the client closed the connection before the response was complete (e.g. an aborted request). */
+  aborted: boolean;
+  /** settles when the request is finished: 'answered' | 'aborted'. */
+  done: Promise<'answered' | 'aborted'>;
+}
+
+export type FakeReply =
+  | { kind: 'json'; status?: number; headers?: Record<string, string>; body: unknown; delayMs?: number }
+  | { kind: 'hang' };
+
+export type FakeHandler = (request: FakeChatRequest) => FakeReply | Promise<FakeReply>;
+
+export interface FakeOpenAI {
+  readonly baseURL: string;
+  readonly requests: FakeChatRequest[];
+  /** Queue replies for the next requests, in order (FIFO). */
+  enqueue(...replies: FakeReply[]): void;
+  /** Fallback when the queue is empty (default: a 500 JSON error saying the script is exhausted). */
+  setHandler(handler: FakeHandler): void;
+  /** Resolves once `count` requests have arrived (in total); rejects after `timeoutMs` (default 10 s) or on close(). */
+  waitForRequests(count: number, timeoutMs?: number): Promise<FakeChatRequest[]>;
+  /** Closes the server and destroys open connections, hanging ones included. */
+  close(): Promise<void>;
+}
+
+const CHAT_PATH = '/v1/chat/completions';
+const CREATED = 1_700_000_000;
+const DEFAULT_MODEL = 'fake-model';
+const DEFAULT_WAIT_MS = 10_000;
+
+interface RenderContext {
+  model: string;
+  completionId: string;
+  nextCallId(): string;
+}
+
+/**
+ * Builders attach a renderer under this key; the server re-renders the body when it sends it, so completion ids
+ * and default tool-call ids are unique per server and `model` echoes the request. The plain `body` is a preview.
+ * The key is an enumerable own property, so `{ ...textReply('x'), status: 201 }` keeps it.
+ */
+const RENDER = Symbol('fake-openai.render');
+type Renderable = { [RENDER]?: (ctx: RenderContext) => unknown };
+
+type Usage = { prompt: number; completion: number };
+type FinishReason = 'stop' | 'length' | 'content_filter' | 'tool_calls';
+
+interface AssistantMessage {
+  role: 'assistant';
+  content: string | null;
+  refusal: string | null;
+  tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[];
+}
+
+function chatCompletion(ctx: RenderContext, message: AssistantMessage, finishReason: FinishReason, usage?: Usage) {
+  const prompt = usage?.prompt ?? 10;
+  const completion = usage?.completion ?? 5;
+  return {
+    id: ctx.completionId,
+    object: 'chat.completion',
+    created: CREATED,
+    model: ctx.model,
+    choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
+    usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+  };
+}
+
+function previewContext(model: string | undefined): RenderContext {
+  let calls = 0;
+  return { model: model ?? DEFAULT_MODEL, completionId: 'chatcmpl-fake-0', nextCallId: () => `call_${++calls}` };
+}
+
+function completionReply(render: (ctx: RenderContext) => unknown, delayMs: number | undefined, model?: string): FakeReply {
+  const reply: FakeReply & Renderable = { kind: 'json', body: render(previewContext(model)) };
+  if (delayMs !== undefined) reply.delayMs = delayMs;
+  reply[RENDER] = (ctx) => render(model === undefined ? ctx : { ...ctx, model });
+  return reply;
+}
+
+export function textReply(
+  text: string,
+  options: { finishReason?: 'stop' | 'length' | 'content_filter'; usage?: Usage; delayMs?: number; model?: string } = {},
+): FakeReply {
+  return completionReply(
+    (ctx) =>
+      chatCompletion(ctx, { role: 'assistant', content: text, refusal: null }, options.finishReason ?? 'stop', options.usage),
+    options.delayMs,
+    options.model,
+  );
+}
+
+/** `arguments`: a string is sent as is, anything else is JSON-encoded (undefined becomes '{}'). */
+export function toolCallReply(
+  calls: { id?: string; name: string; arguments: unknown }[],
+  options: { text?: string; usage?: Usage; delayMs?: number } = {},
+): FakeReply {
+  return completionReply(
+    (ctx) =>
+      chatCompletion(
+        ctx,
+        {
+          role: 'assistant',
+          content: options.text ?? null,
+          refusal: null,
+          tool_calls: calls.map((call) => ({
+            id: call.id ?? ctx.nextCallId(),
+            type: 'function' as const,
+            function: {
+              name: call.name,
+              arguments:
+                typeof call.arguments === 'string'
+                  ? call.arguments
+                  : call.arguments === undefined
+                    ? '{}'
+                    : JSON.stringify(call.arguments),
+            },
+          })),
+        },
+        'tool_calls',
+        options.usage,
+      ),
+    options.delayMs,
+  );
+}
+
+export function refusalReply(refusal: string): FakeReply {
+  return completionReply((ctx) => chatCompletion(ctx, { role: 'assistant', content: null, refusal }, 'stop'), undefined);
+}
+
+export function errorReply(
+  status: number,
+  message: string,
+  options: { headers?: Record<string, string>; type?: string; code?: string } = {},
+): FakeReply {
+  const type = options.type ?? (status >= 500 ? 'server_error' : 'invalid_request_error');
+  const reply: FakeReply = { kind: 'json', status, body: { error: { message, type, param: null, code: options.code ?? null } } };
+  if (options.headers) reply.headers = { ...options.headers };
+  return reply;
+}
+
+export function hangReply(): FakeReply {
+  return { kind: 'hang' };
+}
+
+function errorBody(message: string, type: string, code: string | null) {
+  return { error: { message, type, param: null, code } };
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+    req.on('aborted', () => reject(new Error('request aborted while its body was being read')));
+  });
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  if (res.destroyed || res.writableEnded) return;
+  const payload = JSON.stringify(body) ?? 'null';
+  const extra: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) extra[name.toLowerCase()] = value;
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(payload)),
+    ...extra,
+  });
+  res.end(payload);
+}
+
+/** Resolves true after `ms`, or false as soon as the request is aborted (the timer is then cleared). */
+function delayUnlessAborted(ms: number, done: Promise<'answered' | 'aborted'>): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(true), ms);
+    void done.then((outcome) => {
+      if (outcome === 'aborted') {
+        clearTimeout(timer);
+        resolve(false);
+      }
+    });
+  });
+}
+
+export async function startFakeOpenAI(options: { handler?: FakeHandler } = {}): Promise<FakeOpenAI> {
+  const requests: FakeChatRequest[] = [];
+  const queue: FakeReply[] = [];
+  const sockets = new Set<Socket>();
+  const waiters = new Set<{ count: number; resolve: (all: FakeChatRequest[]) => void; reject: (err: Error) => void }>();
+  let handler: FakeHandler | undefined = options.handler;
+  let completions = 0;
+  let toolCalls = 0;
+  let closing: Promise<void> | undefined;
+
+  const context = (model: string): RenderContext => ({
+    model,
+    completionId: `chatcmpl-fake-${++completions}`,
+    nextCallId: () => `call_${++toolCalls}`,
+  });
+
+  const record = (request: FakeChatRequest): void => {
+    request.index = requests.length;
+    requests.push(request);
+    for (const waiter of waiters) {
+      if (requests.length >= waiter.count) {
+        waiters.delete(waiter);
+        waiter.resolve(requests.slice());
+      }
+    }
+  };
+
+  const nextReply = async (request: FakeChatRequest): Promise<FakeReply> => {
+    const queued = queue.shift();
+    if (queued) return queued;
+    if (handler) {
+      try {
+        return await handler(request);
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        return { kind: 'json', status: 500, body: errorBody(`fake-openai: handler threw: ${message}`, 'server_error', 'handler_error') };
+      }
+    }
+    return {
+      kind: 'json',
+      status: 500,
+      body: errorBody(
+        `fake-openai: script exhausted at request #${request.index} (no queued reply and no handler)`,
+        'server_error',
+        'script_exhausted',
+      ),
+    };
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    let settle!: (outcome: 'answered' | 'aborted') => void;
+    const done = new Promise<'answered' | 'aborted'>((resolve) => (settle = resolve));
+    const request: FakeChatRequest = {
+      index: -1,
+      method: req.method ?? 'GET',
+      path: req.url ?? '/',
+      headers: { ...req.headers },
+      body: undefined,
+      aborted: false,
+      done,
+    };
+    let settled = false;
+    const finish = (outcome: 'answered' | 'aborted'): void => {
+      if (settled) return;
+      settled = true;
+      if (outcome === 'aborted') request.aborted = true;
+      settle(outcome);
+    };
+    res.on('error', () => finish('aborted'));
+    res.on('finish', () => finish('answered'));
+    res.on('close', () => {
+      if (!res.writableEnded) finish('aborted');
+    });
+
+    let raw: string;
+    try {
+      raw = await readBody(req);
+    } catch {
+      finish('aborted');
+      record(request);
+      return;
+    }
+
+    let parsed: { ok: true; value: unknown } | { ok: false } = { ok: true, value: undefined };
+    if (raw.length > 0) {
+      try {
+        parsed = { ok: true, value: JSON.parse(raw) };
+      } catch {
+        parsed = { ok: false };
+      }
+    }
+    if (parsed.ok) request.body = parsed.value;
+    record(request);
+
+    const pathname = request.path.split('?')[0];
+    if (request.method !== 'POST' || pathname !== CHAT_PATH) {
+      sendJson(
+        res,
+        404,
+        errorBody(`fake-openai: no route for ${request.method} ${request.path}`, 'invalid_request_error', 'not_found'),
+      );
+      return;
+    }
+    if (!parsed.ok) {
+      sendJson(res, 400, errorBody('fake-openai: request body is not valid JSON', 'invalid_request_error', 'invalid_json'));
+      return;
+    }
+
+    const reply = await nextReply(request);
+    if (request.aborted) return;
+    if (reply.kind === 'hang') return;
+    if (reply.delayMs !== undefined && reply.delayMs > 0 && !(await delayUnlessAborted(reply.delayMs, done))) return;
+    if (request.aborted) return;
+
+    const render = (reply as FakeReply & Renderable)[RENDER];
+    const model = typeof request.body?.model === 'string' ? (request.body.model as string) : DEFAULT_MODEL;
+    const body = render ? render(context(model)) : reply.body;
+    sendJson(res, reply.status ?? 200, body, reply.headers);
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      const message = err instanceof Error ? err.message : String(err);
+      sendJson(res, 500, errorBody(`fake-openai: internal error: ${message}`, 'server_error', 'fake_internal'));
+    });
+  });
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    baseURL: `http://127.0.0.1:${port}/v1`,
+    requests,
+    enqueue(...replies: FakeReply[]) {
+      queue.push(...replies);
+    },
+    setHandler(next: FakeHandler) {
+      handler = next;
+    },
+    waitForRequests(count: number, timeoutMs = DEFAULT_WAIT_MS) {
+      if (requests.length >= count) return Promise.resolve(requests.slice());
+      if (closing) return Promise.reject(new Error(`fake-openai: closed with ${requests.length}/${count} requests`));
+      return new Promise<FakeChatRequest[]>((resolve, reject) => {
+        const waiter = {
+          count,
+          resolve: (all: FakeChatRequest[]) => {
+            clearTimeout(timer);
+            resolve(all);
+          },
+          reject: (err: Error) => {
+            clearTimeout(timer);
+            reject(err);
+          },
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(waiter);
+          reject(new Error(`fake-openai: ${requests.length}/${count} requests arrived within ${timeoutMs} ms`));
+        }, timeoutMs);
+        waiters.add(waiter);
+      });
+    },
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        for (const waiter of waiters) waiter.reject(new Error(`fake-openai: closed with ${requests.length}/${waiter.count} requests`));
+        waiters.clear();
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      });
+      return closing;
+    },
+  };
+}

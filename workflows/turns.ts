@@ -1,0 +1,160 @@
+// How a run's turns execute. The `turns` driver runs one provider turn as one activity. The
+// `agent-loop` driver runs each model call and each tool call as an activity of its own, and
+// hands steering messages to the child before every model call. Both keep the conversation in
+// the workflow and send activities a reference to it plus what is new, never the whole of it.
+import { ActivityOptions, isCancellation, proxyActivities } from '@temporalio/workflow';
+import type { createActivities } from '../activities';
+import type {
+  ContentBlock,
+  ModelCallResult,
+  ModelToolCall,
+  ResolvedSubagentRequest,
+  SubagentTurnResult,
+  SubagentUsage,
+  ToolActivityInput,
+  TranscriptEntry,
+} from '../activities/contracts';
+import type { ToolCallOutcome } from '../activities/structured-output';
+
+/** The run's mutable state that turns read and extend; carried through continue-as-new. */
+export interface RunState {
+  readonly runId: string;
+  readonly provider: string;
+  readonly segment: number;
+  readonly request: ResolvedSubagentRequest;
+  readonly transcript: TranscriptEntry[];
+  /** User messages waiting for the child, in arrival order. */
+  readonly pending: ContentBlock[][];
+  /** Turns begun over the child's life. */
+  turn: number;
+  usage: SubagentUsage;
+}
+
+export type TurnRunner = (turnInput: ContentBlock[][]) => Promise<SubagentTurnResult>;
+
+type Activities = ReturnType<typeof createActivities>;
+type ToolActivities = Record<string, (input: ToolActivityInput) => Promise<ToolCallOutcome>>;
+
+export function turnRunner(
+  driver: 'turns' | 'agent-loop',
+  state: RunState,
+  options: ActivityOptions,
+  maxStepsPerTurn: number,
+): TurnRunner {
+  const activities = proxyActivities<Activities>(options);
+  const tools = proxyActivities<ToolActivities>(options);
+  const userEntry = (content: ContentBlock[]): TranscriptEntry => ({ kind: 'user', content });
+
+  /** Where the conversation stands before `length` entries: its length and its last assistant entry. */
+  const reference = (length: number) => ({
+    length,
+    lastAssistantId: state.transcript.slice(0, length).findLast((entry) => entry.kind === 'assistant')?.id,
+  });
+
+  async function providerTurn(turnInput: ContentBlock[][]): Promise<SubagentTurnResult> {
+    const transcriptRef = reference(state.transcript.length);
+    const turn = state.turn++;
+    state.transcript.push(...turnInput.map(userEntry));
+    try {
+      const result = await activities.subagentTurn({
+        provider: state.provider,
+        runId: state.runId,
+        segment: state.segment,
+        turn,
+        input: turnInput,
+        transcript: transcriptRef,
+        request: turn === 0 ? state.request : undefined,
+      });
+      state.transcript.push({ kind: 'assistant', id: result.outputId, content: result.output, stopReason: result.stopReason });
+      const { outputId: _, ...turnResult } = result;
+      return turnResult;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return { output: [], stopReason: 'error', diagnostic: failureMessage(err) };
+    }
+  }
+
+  async function agentLoopTurn(turnInput: ContentBlock[][]): Promise<SubagentTurnResult> {
+    const turn = state.turn++;
+    let base = state.transcript.length;
+    state.transcript.push(...turnInput.map(userEntry));
+    for (let step = 0; ; step++) {
+      if (step === maxStepsPerTurn) {
+        return { output: [], stopReason: 'error', diagnostic: `the child made ${step} model calls in one turn (maxStepsPerTurn)` };
+      }
+      let result: ModelCallResult;
+      try {
+        result = await activities.subagentModelCall({
+          provider: state.provider,
+          runId: state.runId,
+          segment: state.segment,
+          turn,
+          transcript: reference(base),
+          delta: state.transcript.slice(base),
+          request: turn === 0 && step === 0 ? state.request : undefined,
+        });
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        return { output: [], stopReason: 'error', diagnostic: failureMessage(err) };
+      }
+      state.transcript.push({ kind: 'assistant', id: result.outputId, content: result.content, stopReason: result.stopReason });
+      if (result.usage) {
+        state.usage = {
+          promptTokens: state.usage.promptTokens + result.usage.promptTokens,
+          completionTokens: state.usage.completionTokens + result.usage.completionTokens,
+        };
+      }
+      if (result.stopReason !== 'completed' || result.toolCalls.length === 0) return turnResult(result);
+
+      // Calls run concurrently; their results enter the conversation in call order.
+      const answers = await Promise.all(result.toolCalls.map((call) => call.answer ?? runTool(call)));
+      base = state.transcript.length;
+      state.transcript.push({
+        kind: 'tool',
+        results: result.toolCalls.map((call, index) => ({
+          type: 'tool-result',
+          toolCallId: call.id,
+          content: answers[index]!.content,
+          isError: answers[index]!.isError,
+        })),
+      });
+      // A capture ends the turn: no further model call.
+      if (result.structured !== undefined) return turnResult(result);
+      state.transcript.push(...state.pending.splice(0).map(userEntry));
+    }
+  }
+
+  /** A tool activity; a failure after its retries becomes an error result the model can read. */
+  async function runTool(call: ModelToolCall): Promise<ToolCallOutcome> {
+    try {
+      return await tools[call.name]!({
+        provider: state.provider,
+        runId: state.runId,
+        callId: call.id,
+        arguments: call.arguments,
+        ...(state.request.parent.cwd === undefined ? {} : { cwd: state.request.parent.cwd }),
+      });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return { isError: true, content: [{ type: 'text', text: `Error: tool ${call.name} failed: ${failureMessage(err)}` }] };
+    }
+  }
+
+  return driver === 'agent-loop' ? agentLoopTurn : providerTurn;
+}
+
+function turnResult(result: ModelCallResult): SubagentTurnResult {
+  return {
+    output: result.content,
+    stopReason: result.stopReason,
+    ...(result.diagnostic === undefined ? {} : { diagnostic: result.diagnostic }),
+    ...(result.structured === undefined ? {} : { structured: result.structured }),
+  };
+}
+
+/** The messages of a failure chain: ActivityFailure wraps the provider's failure or a timeout. */
+export function failureMessage(err: unknown): string {
+  const messages: string[] = [];
+  for (let e: unknown = err; e instanceof Error; e = e.cause) messages.push(e.message);
+  return messages.filter(Boolean).join(': ') || 'the turn failed';
+}
