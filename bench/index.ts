@@ -5,6 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { Worker, DefaultLogger, Runtime, bundleWorkflowCode } from '@temporalio/worker';
 import type { SubagentTurnProvider } from '../activities/provider';
 import { connectTemporal } from '../src/config';
+import { createSpawnProvider } from '../src/providers/llm';
+import { startFakeOpenAI, textReply, toolCallReply } from '../test/helpers/fake-openai';
 import { TemporalSubagentService } from '../src/service';
 import { createSubagentWorker } from '../src/worker';
 
@@ -44,7 +46,9 @@ async function main(): Promise<void> {
     workflowsPath: require.resolve('./baseline-workflows'),
     logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} },
   });
-  const subagentWorker = await createSubagentWorker({ connection, providers: [noopProvider] });
+  const fake = await startFakeOpenAI();
+  const spawn = createSpawnProvider({ endpoint: { baseURL: fake.baseURL, model: 'fake-model' }, runSettings: { maxStepsPerTurn: 1000 } });
+  const subagentWorker = await createSubagentWorker({ connection, providers: [noopProvider, spawn] });
   const baselineWorker = await Worker.create({
     connection,
     taskQueue: 'bench.baseline',
@@ -55,6 +59,7 @@ async function main(): Promise<void> {
   });
   const service = new TemporalSubagentService({ client });
   service.registerProvider(noopProvider);
+  service.registerProvider(spawn);
   const prompt = [{ type: 'text' as const, text: 'noop' }];
 
   const facadeOnce = async () => {
@@ -96,10 +101,27 @@ async function main(): Promise<void> {
         log(`  facade (no-op provider)     p50 ${f.p50.toFixed(1)} ms   p95 ${f.p95.toFixed(1)} ms`);
         log(`  bare workflow + 1 activity  p50 ${b.p50.toFixed(1)} ms   p95 ${b.p95.toFixed(1)} ms`);
         log(`  ratio (p50)                 ${(f.p50 / b.p50).toFixed(3)}`);
+
+        // History per model call of an LLM child that keeps calling a tool (one model call and
+        // one tool call per step), against the fake model server.
+        const perTurn: Record<string, number> = {};
+        for (const calls of [10, 50, 200]) {
+          let made = 0;
+          fake.setHandler(() => (++made < calls ? toolCallReply([{ name: 'list_directory', arguments: {} }]) : textReply('done')));
+          const run = service.start('spawn', { prompt: [{ type: 'text', text: `loop ${calls}` }], parent: { id: 'bench', session: { header: { id: 's', cwd: __dirname } } } });
+          await run.result;
+          const info = (await client.workflow.getHandle(run.id).describe()).raw.workflowExecutionInfo!;
+          await run.dispose();
+          perTurn[String(calls)] = Math.round(Number(info.historySizeBytes) / calls);
+        }
+        results.history_bytes_per_turn = perTurn;
+        log(`History bytes per model call of an LLM child (model call + tool call per step):`);
+        log(`  10 calls: ${perTurn['10']}   50 calls: ${perTurn['50']}   200 calls: ${perTurn['200']}`);
       });
     }),
   ]);
   await temporal.close();
+  await fake.close();
   if (json) console.log(JSON.stringify(results));
 }
 

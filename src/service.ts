@@ -55,7 +55,7 @@ export class TemporalSubagentService {
       maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
       startTimeoutMs: options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS,
     };
-    resolveRunSettings(options.runSettings); // fail at construction, not at the first start
+    resolveRunSettings(this.context.maxPayloadBytes, options.runSettings); // fail at construction, not at the first start
   }
 
   /**
@@ -73,7 +73,7 @@ export class TemporalSubagentService {
     const entry: RegisteredProvider = {
       descriptor,
       taskQueue: descriptor.taskQueue ?? defaultTaskQueue(name),
-      settings: resolveRunSettings(this.options.runSettings, descriptor.runSettings),
+      settings: resolveRunSettings(this.context.maxPayloadBytes, this.options.runSettings, descriptor.runSettings),
     };
     this.providers.set(name, entry);
     let registered = true;

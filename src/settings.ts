@@ -18,8 +18,11 @@ export const DEFAULT_RUN_SETTINGS = {
 /** Failure types of a turn that no retry can fix. */
 export const NON_RETRYABLE_TURN_ERRORS = ['NO_PROVIDER', 'PAYLOAD_TOO_LARGE', 'INVALID_REQUEST'];
 
-/** Later layers win. Throws `SubagentError('INVALID_CONFIG')` for a value that cannot work. */
-export function resolveRunSettings(...layers: (SubagentRunSettings | undefined)[]): ResolvedRunSettings {
+/**
+ * Later layers win; `maxPayloadBytes` is the service's. Throws `SubagentError('INVALID_CONFIG')`
+ * for a value that cannot work.
+ */
+export function resolveRunSettings(maxPayloadBytes: number, ...layers: (SubagentRunSettings | undefined)[]): ResolvedRunSettings {
   const merged: SubagentRunSettings = { ...DEFAULT_RUN_SETTINGS, retry: { ...DEFAULT_RUN_SETTINGS.retry } };
   for (const layer of layers) {
     if (!layer) continue;
@@ -45,6 +48,7 @@ export function resolveRunSettings(...layers: (SubagentRunSettings | undefined)[
     },
     structuredNudgeRetries,
     maxStepsPerTurn,
+    maxPayloadBytes,
   };
 }
 

@@ -3,6 +3,7 @@
 import { createScriptedProvider } from '../src/providers/scripted';
 import { SubagentError } from '../src/errors';
 import type { SubagentStartRequest } from '../src/types';
+import { statusQuery } from '../workflows/subagent-run';
 import { TestTemporal, connectTestTemporal, eventually, newService, startWorker, text, uniqueName } from './helpers/temporal';
 
 let temporal: TestTemporal;
@@ -88,4 +89,19 @@ describe('messages and resumes with bad input', () => {
     expect(await resumed.result).toEqual({ output: text('scripted reply to: still resumable'), stopReason: 'completed' });
     await resumed.dispose();
   });
+});
+
+it('refuses a resume whose conversation outgrew the payload limit with PAYLOAD_TOO_LARGE, and the run stays parked', async () => {
+  const small = newService(temporal, { maxPayloadBytes: 20_000 });
+  small.registerProvider(scripted);
+  const run = small.start(scripted.name, { ...valid, agentOptions: { script: [{ delayMs: 400, reply: 'ok' }, { reply: 'ok' }] } });
+  // Each message fits on its own; together they outgrow what a continue-as-new may carry.
+  run.sendMessage!(text('y'.repeat(12_000)));
+  run.sendMessage!(text('z'.repeat(12_000)));
+  expect((await run.result).stopReason).toBe('completed');
+  const tooBig = run.resume!(text('more'));
+  await expect(tooBig.result).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+  const status = await temporal.client.workflow.getHandle(run.id).query(statusQuery);
+  expect(status.phase).toBe('parked');
+  await run.dispose();
 });

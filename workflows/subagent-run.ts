@@ -45,6 +45,8 @@ export interface ResolvedRunSettings {
   structuredNudgeRetries: number;
   /** Agent-loop runs: model calls allowed in one turn before it ends with `error`. */
   maxStepsPerTurn: number;
+  /** Largest state a continue-as-new may carry (Temporal refuses payloads over 2 MiB). */
+  maxPayloadBytes: number;
 }
 
 export interface SubagentRunInput {
@@ -200,9 +202,16 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
       return { segment: segment + 1 };
     },
     {
-      validator: ({ fromSegment }) => {
+      validator: ({ fromSegment, content }) => {
         const refusal = resumeRefusal(fromSegment);
         if (refusal) throw ApplicationFailure.nonRetryable(`cannot resume run ${state.runId}: ${refusal}`, 'NOT_RESUMABLE');
+        const size = carryBytes(carry([...state.pending, content]));
+        if (size > settings.maxPayloadBytes) {
+          throw ApplicationFailure.nonRetryable(
+            `cannot resume run ${state.runId}: its conversation is ${size} bytes, over the ${settings.maxPayloadBytes}-byte payload limit`,
+            'PAYLOAD_TOO_LARGE',
+          );
+        }
       },
     },
   );
@@ -229,6 +238,9 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   }));
 
   setHandler(runContextQuery, () => ({ request, entries: state.transcript }));
+
+  /** The size the carried state would have as a payload; over the limit it cannot continue as new. */
+  const carryBytes = (next: SubagentRunCarry) => new TextEncoder().encode(JSON.stringify({ ...input, carried: next })).length;
 
   function resumeRefusal(fromSegment: number): string | undefined {
     if (!input.resumable) return `provider "${input.provider}" does not support resume`;
@@ -269,9 +281,11 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
       await segmentScope.run(async () => {
         let turnInput = state.pending.splice(0);
         for (let turnsHere = 0; ; turnsHere++) {
-          // Between turns the whole state is in `state`: a safe point to start a fresh history.
+          // Between turns the whole state is in `state`: a safe point to start a fresh history,
+          // unless the conversation has outgrown what one payload can carry.
           if (turnsHere > 0 && workflowInfo().continueAsNewSuggested) {
-            await continueWith(carry([...turnInput, ...state.pending], { nudgesLeft, lastOutput }));
+            const next = carry([...turnInput, ...state.pending], { nudgesLeft, lastOutput });
+            if (carryBytes(next) <= settings.maxPayloadBytes) await continueWith(next);
           }
           last = await runTurn(turnInput);
           if (last.output.length > 0) lastOutput = last.output;
