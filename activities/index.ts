@@ -18,7 +18,13 @@ import type {
 } from './contracts';
 import type { ToolCallOutcome } from './structured-output';
 import { callModel } from './model-call';
-import type { SubagentAgentProvider, SubagentHostedProvider, SubagentTurnContext, SubagentTurnProvider } from './provider';
+import type {
+  SubagentAgentProvider,
+  SubagentDelegate,
+  SubagentHostedProvider,
+  SubagentTurnContext,
+  SubagentTurnProvider,
+} from './provider';
 import { CachedRunContext, RunContextCache } from './run-context-cache';
 import { createStructuredOutputRuntime } from './structured-output';
 
@@ -34,6 +40,8 @@ export interface ActivityDependencies {
   maxPayloadBytes: number;
   /** Longest tool output handed back to the model; longer output is cut with a note. */
   maxToolOutputBytes?: number;
+  /** Offered to providers as `context.delegate`: nested runs through the worker's service. */
+  delegate?: SubagentDelegate;
 }
 
 /** Names the activities take in history besides the tools' own. */
@@ -144,6 +152,12 @@ export function createActivities(deps: ActivityDependencies) {
           heartbeat: setDetails,
           lastHeartbeat: activity.info.heartbeatDetails,
           ...(structuredOutput ? { structuredOutput } : {}),
+          ...(deps.delegate
+            ? {
+                delegate: (nested, request) =>
+                  deps.delegate!(nested, request, { runId: input.runId, request: context.request, signal: activity.cancellationSignal }),
+              }
+            : {}),
         };
         const returned = await provider.runTurn(input.input, turnContext);
         const result = withStructured(returned, schema, structuredOutput?.captured);

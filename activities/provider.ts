@@ -6,6 +6,7 @@ import type {
   SubagentTurnResult,
   TranscriptEntry,
 } from './contracts';
+import type { SubagentRun, SubagentStartRequest } from '../src/types';
 import type { SubagentTool } from './file-tools';
 import type { StructuredOutputRuntime } from './structured-output';
 
@@ -88,7 +89,23 @@ export interface SubagentTurnContext {
    * segment's `structured` result and ends it.
    */
   readonly structuredOutput?: StructuredOutputRuntime;
+  /**
+   * Present when the worker offers its service: starts a nested run with this run as its parent
+   * (depth + 1, a link back, this run's cwd, its `maxDepth` unless the request sets one). The
+   * nested run is cancelled with this turn; the provider awaits and disposes it.
+   */
+  delegate?(provider: string, request: SubagentNestedStartRequest): SubagentRun;
 }
+
+/** A start request from inside a run: the parent is the run itself. */
+export type SubagentNestedStartRequest = Omit<SubagentStartRequest, 'parent'>;
+
+/** What the worker hands activities so a running child can delegate further. */
+export type SubagentDelegate = (
+  provider: string,
+  request: SubagentNestedStartRequest,
+  parent: { runId: string; request: ResolvedSubagentRequest; signal: AbortSignal },
+) => SubagentRun;
 
 /** Where an agent-loop provider's model lives: any OpenAI-compatible chat-completions endpoint. */
 export interface SubagentModelEndpoint {

@@ -21,6 +21,8 @@ export const SUBAGENT_ERROR_CODES = {
   DEPTH_EXCEEDED: 'DEPTH_EXCEEDED',
   /** `start`: the output schema is outside the supported subset (`OutputSchemaError`). */
   UNSUPPORTED_SCHEMA: 'UNSUPPORTED_SCHEMA',
+  /** `start` with an `idempotencyKey` already used for a different request (`result` rejects). */
+  IDEMPOTENCY_CONFLICT: 'IDEMPOTENCY_CONFLICT',
   /** `attach` and every run operation: no run with that id exists. */
   UNKNOWN_RUN: 'UNKNOWN_RUN',
   /** `resume`: the run is still running, was closed, or its resume window has passed. */

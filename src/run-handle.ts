@@ -243,11 +243,30 @@ export class RunHandle {
     const next = new RunHandle(this.context, {
       ...this.init,
       segment: fromSegment + 1,
-      begin: (abortedAtStart) =>
-        this.handle.executeUpdate(resumeUpdate, { args: [{ fromSegment, content: message, abortedAtStart }] }),
+      begin: async (abortedAtStart) => {
+        try {
+          await this.handle.executeUpdate(resumeUpdate, { args: [{ fromSegment, content: message, abortedAtStart }] });
+        } catch (err) {
+          // NotFound also means closed (its window passed since this handle looked): not resumable.
+          if (err instanceof WorkflowNotFoundError && (await this.exists())) {
+            throw new SubagentError(`cannot resume run ${this.init.runId}: it is closed`, 'NOT_RESUMABLE', { cause: err });
+          }
+          throw err;
+        }
+      },
       emitEvents: true,
     });
     return next.run;
+  }
+
+  private async exists(): Promise<boolean> {
+    try {
+      await this.handle.describe();
+      return true;
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return false;
+      throw err;
+    }
   }
 
   private reportBackgroundFailure(operation: string, err: unknown): void {

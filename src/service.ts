@@ -1,7 +1,7 @@
 // The facade callers hold: the seam's SubagentService as a Temporal client. It validates every
 // request synchronously, before anything durable exists, then starts or attaches run workflows.
-import { randomUUID } from 'node:crypto';
-import { Client } from '@temporalio/client';
+import { createHash, randomUUID } from 'node:crypto';
+import { Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { SubagentProviderDescriptor, SubagentRunSettings } from '../activities/provider';
 import type { ResolvedRunSettings, SubagentRunInput } from '../workflows/subagent-run';
 import { subagentRunWorkflow } from '../workflows/subagent-run';
@@ -9,7 +9,7 @@ import { DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_START_TIMEOUT_MS, RUN_ID_PREFIX, def
 import { SubagentError } from './errors';
 import { SubagentEventListener, SubagentEventName, SubagentEvents } from './events';
 import { RunHandle, RunHandleContext } from './run-handle';
-import { assertPayloadWithin, resolveStartRequest } from './request';
+import { assertPayloadWithin, isPlainObject, resolveStartRequest } from './request';
 import { resolveRunSettings } from './settings';
 import type { SubagentLogger, SubagentProvider, SubagentRun, SubagentStartRequest } from './types';
 
@@ -142,24 +142,48 @@ export class TemporalSubagentService {
       resumable: descriptor.resumable ?? false,
     };
     assertPayloadWithin(input, this.context.maxPayloadBytes, 'the start request');
+    const key = idempotencyKeyOf(request);
 
-    const runId = `${RUN_ID_PREFIX}${name}:${randomUUID()}`;
+    const runId = `${RUN_ID_PREFIX}${name}:${key === undefined ? randomUUID() : `key-${sha256(key)}`}`;
+    const workflow = this.options.client.workflow;
+    const startWorkflow = (abortedAtStart: boolean, memo?: Record<string, unknown>) =>
+      workflow.start(subagentRunWorkflow, {
+        workflowId: runId,
+        taskQueue: provider.taskQueue,
+        args: [abortedAtStart ? { ...input, abortedAtStart } : input],
+        // A keyed start joins the run its key already started; otherwise an id is never reused.
+        workflowIdConflictPolicy: key === undefined ? 'FAIL' : 'USE_EXISTING',
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        ...(memo ? { memo } : {}),
+      });
     const handle = new RunHandle(this.context, {
       runId,
       provider: name,
-      segment: 0,
+      // A keyed start may join a run that was resumed since: follow its current segment.
+      ...(key === undefined ? { segment: 0 } : {}),
       steering: input.steering,
       resumable: input.resumable,
       emitEvents: true,
-      begin: (abortedAtStart) =>
-        this.options.client.workflow.start(subagentRunWorkflow, {
-          workflowId: runId,
-          taskQueue: provider.taskQueue,
-          args: [abortedAtStart ? { ...input, abortedAtStart } : input],
-          workflowIdConflictPolicy: 'FAIL',
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        }),
+      begin: key === undefined ? (abortedAtStart) => startWorkflow(abortedAtStart) : (abortedAtStart) => startKeyed(abortedAtStart),
     });
+
+    /** Starts or joins the keyed run, then checks it was started for this very request. */
+    async function startKeyed(abortedAtStart: boolean): Promise<void> {
+      const fingerprint = sha256(canonicalJson({ provider: name, request: input.request }));
+      try {
+        await startWorkflow(abortedAtStart, { requestFingerprint: fingerprint });
+      } catch (err) {
+        // The key's run has closed: this start is that run, as it ended.
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      }
+      const { memo } = await workflow.getHandle(runId).describe();
+      if (memo?.requestFingerprint !== fingerprint) {
+        throw new SubagentError(
+          `idempotency key "${key}" already started run ${runId} for a different request`,
+          'IDEMPOTENCY_CONFLICT',
+        );
+      }
+    }
     const { signal } = request;
     if (signal?.aborted) handle.run.cancel('subagent cancelled');
     else if (signal) {
@@ -190,4 +214,28 @@ export class TemporalSubagentService {
       emitEvents: false,
     }).run;
   }
+}
+
+function idempotencyKeyOf(request: SubagentStartRequest): string | undefined {
+  const key = request.idempotencyKey;
+  if (key !== undefined && !(typeof key === 'string' && key.length > 0 && key.length <= 256)) {
+    throw new SubagentError('request.idempotencyKey must be a string of 1 to 256 characters', 'INVALID_REQUEST');
+  }
+  return key;
+}
+
+function sha256(value: string): string {
+  return createHash('sha256').update(value).digest('hex').slice(0, 40);
+}
+
+/** JSON with object keys sorted, so equal requests have one fingerprint whatever their key order. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (isPlainObject(value)) {
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value);
 }

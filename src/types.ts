@@ -84,6 +84,12 @@ export interface SubagentStartRequest {
   maxDepth?: number;
   /** Needs `capabilities.toolFilter`. */
   toolFilter?: SubagentToolFilter;
+  /**
+   * The caller's key for this delegation: starting again with the same key returns the same run
+   * (never a second workflow), even from another process or after the run closed. The same key
+   * with a different request rejects `result` with `IDEMPOTENCY_CONFLICT`.
+   */
+  idempotencyKey?: string;
 }
 
 /** A live run: one segment of a durable child (the start, or one resume). */

@@ -4,11 +4,12 @@
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, WorkerOptions, bundleWorkflowCode } from '@temporalio/worker';
 import { RESERVED_ACTIVITY_NAMES, createActivities } from '../activities';
-import type { SubagentHostedProvider } from '../activities/provider';
+import type { SubagentDelegate, SubagentHostedProvider } from '../activities/provider';
 import { RunContextCache } from '../activities/run-context-cache';
 import { runContextQuery } from '../workflows/subagent-run';
 import { DEFAULT_MAX_PAYLOAD_BYTES, defaultTaskQueue } from './constants';
-import { SubagentError } from './errors';
+import { SubagentDepthError, SubagentError } from './errors';
+import { TemporalSubagentService } from './service';
 
 export interface SubagentWorkerOptions {
   connection: NativeConnection;
@@ -25,6 +26,11 @@ export interface SubagentWorkerOptions {
   maxPayloadBytes?: number;
   /** Runs whose context the worker keeps in memory. Default 256. */
   contextCacheSize?: number;
+  /**
+   * The service running children delegate through (`context.delegate`); default: one on this
+   * worker's connection with the hosted providers registered.
+   */
+  subagents?: TemporalSubagentService;
   /** Passed to every Temporal worker (concurrency, cache size, tuner...). */
   workerOptions?: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities' | 'workflowBundle' | 'workflowsPath'>>;
 }
@@ -70,8 +76,14 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
 
   const namespace = options.namespace ?? 'default';
   const client = new Client({ connection: options.connection, namespace });
+  let subagents = options.subagents;
+  if (!subagents) {
+    subagents = new TemporalSubagentService({ client });
+    for (const provider of providers.values()) subagents.registerProvider(provider);
+  }
   const activities = createActivities({
     providers,
+    delegate: delegateThrough(subagents),
     fetchRunContext: (runId) => client.workflow.getHandle(runId).query(runContextQuery),
     cache: new RunContextCache(options.contextCacheSize),
     heartbeatIntervalMs: options.heartbeatIntervalMs,
@@ -119,5 +131,34 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
         await shutdown();
       }
     },
+  };
+}
+
+/**
+ * Nested runs through `service`, the running child as their parent: its depth, its cwd, a link to
+ * its run, cancelled with its turn. A nested request without `maxDepth` keeps the parent's cap,
+ * so a cap set at the top holds for every descendant, in whatever process they run.
+ */
+function delegateThrough(service: TemporalSubagentService): SubagentDelegate {
+  return (provider, request, parent) => {
+    const cap = request.maxDepth ?? parent.request.maxDepth;
+    const depth = parent.request.depth + 1;
+    const capable = service.getProvider(provider)?.capabilities.depthLimit ?? false;
+    // A provider without the capability cannot take the cap; the depth is checked here instead.
+    if (request.maxDepth === undefined && cap !== undefined && !capable && depth > cap) throw new SubagentDepthError(depth, cap);
+    const { cwd } = parent.request.parent;
+    const own = parent.request.agentOptions?.model;
+    const model = typeof own === 'string' ? own : parent.request.parent.model;
+    return service.start(provider, {
+      ...request,
+      ...(cap !== undefined && (capable || request.maxDepth !== undefined) ? { maxDepth: cap } : {}),
+      signal: request.signal ?? parent.signal,
+      parent: {
+        id: parent.runId,
+        runId: parent.runId,
+        options: { subagentDepth: parent.request.depth, ...(model === undefined ? {} : { model }) },
+        session: { header: { id: parent.runId, ...(cwd === undefined ? {} : { cwd }) } },
+      },
+    });
   };
 }

@@ -10,11 +10,12 @@ import {
   CancellationScope,
   allHandlersFinished,
   condition,
-  continueAsNew,
   defineQuery,
   defineSignal,
   defineUpdate,
+  getExternalWorkflowHandle,
   isCancellation,
+  makeContinueAsNewFunc,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -73,6 +74,8 @@ export interface SubagentRunCarry {
   pending: ContentBlock[][];
   usage: SubagentUsage;
   droppedMessages: number;
+  /** Runs this run's turns started (nested delegations); cancelled with it. */
+  children: string[];
   /** Set when a segment continued as new between two of its turns. */
   midSegment?: { nudgesLeft: number; lastOutput: ContentBlock[] };
 }
@@ -108,6 +111,11 @@ export interface SubagentRunStatus {
   usage: SubagentUsage;
   /** Leading conversation entries inherited from the parent (fork), not the child's own. */
   seedLength: number;
+  depth: number;
+  /** The run that delegated this one, when it was started from inside a run. */
+  parentRunId?: string;
+  /** Runs this run's turns started. */
+  children: string[];
   resumableUntil?: number;
   lastResult?: SubagentResult;
 }
@@ -128,6 +136,8 @@ export const STRUCTURED_OUTPUT_NUDGE =
   'You finished without calling `structured_output`. Call `structured_output` now with your final result matching its parameter schema.';
 
 export const sendMessageSignal = defineSignal<[SendMessageArgs]>('sendMessage');
+/** Sent by a nested run to its parent run when it starts, so the parent can cancel it. */
+export const childStartedSignal = defineSignal<[{ runId: string }]>('childStarted');
 /** Resolves with segment `segment` (default: the current one) once it settles. */
 export const segmentResultUpdate = defineUpdate<SegmentResultReply, [{ segment?: number }]>('segmentResult');
 export const resumeUpdate = defineUpdate<{ segment: number }, [ResumeArgs]>('resume');
@@ -151,6 +161,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     usage: carried?.usage ?? { promptTokens: 0, completionTokens: 0 },
   };
   let droppedMessages = carried?.droppedMessages ?? 0;
+  const children = new Set(carried?.children ?? []);
   let phase: SubagentRunStatus['phase'] = 'running';
   let outcome: SegmentOutcome | undefined;
   let resumeRequest: ResumeArgs | undefined;
@@ -176,6 +187,10 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   setHandler(sendMessageSignal, ({ content }) => {
     if (input.steering) state.pending.push(content);
     else droppedMessages++;
+  });
+
+  setHandler(childStartedSignal, ({ runId }) => {
+    children.add(runId);
   });
 
   setHandler(
@@ -233,6 +248,9 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     droppedMessages,
     usage: state.usage,
     seedLength: request.seed?.entries.length ?? 0,
+    depth: request.depth,
+    ...(request.parent.runId === undefined ? {} : { parentRunId: request.parent.runId }),
+    children: [...children],
     resumableUntil: outcome?.resumableUntil,
     lastResult: outcome?.result,
   }));
@@ -255,7 +273,9 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   async function continueWith(next: SubagentRunCarry, abortedAtStart?: boolean): Promise<never> {
     continuing = true;
     await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
-    return continueAsNew<typeof subagentRunWorkflow>({ ...input, abortedAtStart, carried: next });
+    // The memo (the request's fingerprint for idempotent starts) stays with the run.
+    const continueAsNew = makeContinueAsNewFunc<typeof subagentRunWorkflow>({ memo: workflowInfo().memo });
+    return continueAsNew({ ...input, abortedAtStart, carried: next });
   }
 
   const carry = (pending: ContentBlock[][], midSegment?: SubagentRunCarry['midSegment']): SubagentRunCarry => ({
@@ -265,6 +285,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     pending,
     usage: state.usage,
     droppedMessages,
+    children: [...children],
     ...(midSegment ? { midSegment } : {}),
   });
 
@@ -319,6 +340,15 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     };
   }
 
+  // A nested run tells its parent it exists, so cancelling the parent reaches it. Not awaited:
+  // the first turn need not wait for it. Best effort: the parent's turn also cancels it through
+  // the delegation's signal, and a parent that has closed has nothing to cancel.
+  if (request.parent.runId !== undefined && !carried) {
+    getExternalWorkflowHandle(request.parent.runId)
+      .signal(childStartedSignal, { runId: state.runId })
+      .catch(() => undefined);
+  }
+
   const runCancelled = () => CancellationScope.current().consideredCancelled;
   let closedBy: SubagentRunClosedBy = 'settled';
   const result: SubagentResult = input.abortedAtStart ? { output: [], stopReason: 'aborted' } : await runSegment();
@@ -349,6 +379,22 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   }
 
   phase = 'closing';
-  await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
+  await CancellationScope.nonCancellable(async () => {
+    if (closedBy === 'cancelled' || closedBy === 'disposed') await cancelChildren();
+    await condition(allHandlersFinished);
+  });
   return { ...outcome, closedBy, undeliveredMessages: state.pending.length };
+
+  /** Cancels every nested run this run started; each cancels its own in turn. */
+  async function cancelChildren(): Promise<void> {
+    await Promise.all(
+      [...children].map(async (child) => {
+        try {
+          await getExternalWorkflowHandle(child).cancel();
+        } catch {
+          // Already closed.
+        }
+      }),
+    );
+  }
 }

@@ -11,7 +11,8 @@ import { STRUCTURED_OUTPUT_TOOL, ToolCallOutcome } from '../../activities/struct
 export interface ScriptedTurn {
   /**
    * The reply text. Placeholders: `{input}` this turn's user messages joined by " | ",
-   * `{conversation}` every earlier user message joined by " | ", `{turn}`, `{segment}`, `{attempt}`.
+   * `{conversation}` every earlier user message joined by " | ", `{turn}`, `{segment}`, `{attempt}`,
+   * `{child}` (see `delegate`).
    */
   reply?: string;
   /** Exact output blocks, instead of `reply`. */
@@ -28,6 +29,12 @@ export interface ScriptedTurn {
   delayMs?: number;
   /** Wait until cancelled. */
   hang?: boolean;
+  /**
+   * Delegate to a provider through `context.delegate` before answering (awaited, then
+   * disposed); `{child}` in the reply becomes the child's answer, `child <stopReason>`, or
+   * `refused: <code>` when the start threw.
+   */
+  delegate?: { provider: string; prompt: string; script?: ScriptedTurn[]; maxDepth?: number };
   /** Wait this long after the tool calls, before answering (heartbeating; cancellable). */
   holdMs?: number;
   /** Fail the turn for good with this message: the segment settles `error`. */
@@ -99,6 +106,7 @@ export function createScriptedProvider(options: ScriptedProviderOptions = {}): S
         }
       };
       if (step.delayMs) await wait(step.delayMs);
+      const child = step.delegate ? await delegate(step.delegate, ctx) : '';
       if (step.hang) await wait(2 ** 31 - 1);
       if (step.failAttempts !== undefined && ctx.attempt <= step.failAttempts) {
         throw ApplicationFailure.retryable(`scripted transient failure on attempt ${ctx.attempt}`, 'SCRIPTED_TRANSIENT');
@@ -115,7 +123,8 @@ export function createScriptedProvider(options: ScriptedProviderOptions = {}): S
           .replaceAll('{conversation}', earlier.join(' | '))
           .replaceAll('{turn}', String(ctx.turn))
           .replaceAll('{segment}', String(ctx.segment))
-          .replaceAll('{attempt}', String(ctx.attempt));
+          .replaceAll('{attempt}', String(ctx.attempt))
+          .replaceAll('{child}', child);
       const toolCalls: ContentBlock[] = [];
       for (const [index, call] of (step.calls ?? []).entries()) {
         const argumentsJson = typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {});
@@ -134,6 +143,27 @@ export function createScriptedProvider(options: ScriptedProviderOptions = {}): S
       };
     },
   };
+}
+
+/** Runs a nested delegation to its end and says how it went. */
+async function delegate(step: NonNullable<ScriptedTurn['delegate']>, ctx: SubagentTurnContext): Promise<string> {
+  if (!ctx.delegate) return 'refused: this worker offers no delegation';
+  let run;
+  try {
+    run = ctx.delegate(step.provider, {
+      prompt: [{ type: 'text', text: step.prompt }],
+      ...(step.script ? { agentOptions: { script: step.script } } : {}),
+      ...(step.maxDepth === undefined ? {} : { maxDepth: step.maxDepth }),
+    });
+  } catch (err) {
+    return `refused: ${(err as { code?: string }).code ?? (err as Error).message}`;
+  }
+  try {
+    const result = await run.result;
+    return result.stopReason === 'completed' ? textOf(result.output) : `child ${result.stopReason}`;
+  } finally {
+    await run.dispose();
+  }
 }
 
 /** A scripted tool call: the capture runtime for `structured_output`, a stand-in for any other tool. */
