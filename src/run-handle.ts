@@ -128,18 +128,27 @@ export class RunHandle {
     );
   }
 
-  /** Asks for this segment's outcome until it settles, following the run through continue-as-new. */
+  /**
+   * Asks for this segment's outcome until it settles, following the run through continue-as-new
+   * and riding out a server that is briefly unreachable (a restart) for up to `RECONNECT_WINDOW_MS`.
+   */
   private async awaitOutcome(): Promise<SegmentOutcome> {
-    for (;;) {
+    let unreachableSince: number | undefined;
+    for (let backoff = 100; ; ) {
       let reply: SegmentResultReply;
       try {
         reply = await this.handle.executeUpdate(segmentResultUpdate, { args: [{ segment: this.segment }] });
+        unreachableSince = undefined;
       } catch (err) {
         // A long wait with no worker to accept the update times out the RPC; ask again.
         if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) continue;
         // The server answers NotFound for a closed workflow too: its own result is the last segment's.
         if (err instanceof WorkflowNotFoundError) return this.closedOutcome();
-        throw err;
+        unreachableSince ??= Date.now();
+        if (!isUnreachable(err) || Date.now() - unreachableSince > RECONNECT_WINDOW_MS) throw err;
+        await new Promise((resolve) => setTimeout(resolve, backoff));
+        backoff = Math.min(backoff * 2, 5000);
+        continue;
       }
       if ('settled' in reply) return reply.settled;
     }
@@ -277,6 +286,21 @@ export class RunHandle {
       error,
     });
   }
+}
+
+/** How long waiting for a result rides out an unreachable server before `result` rejects. */
+const RECONNECT_WINDOW_MS = 10 * 60_000;
+
+const GRPC_DEADLINE_EXCEEDED = 4;
+const GRPC_UNAVAILABLE = 14;
+
+/** gRPC UNAVAILABLE or DEADLINE_EXCEEDED anywhere in the cause chain: the server is down or restarting. */
+function isUnreachable(err: unknown): boolean {
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    const { code } = e as { code?: unknown };
+    if (code === GRPC_UNAVAILABLE || code === GRPC_DEADLINE_EXCEEDED) return true;
+  }
+  return false;
 }
 
 /** Maps what the Temporal client throws onto the seam's typed errors. */
