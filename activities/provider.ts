@@ -33,6 +33,8 @@ export interface SubagentRunSettings {
     maximumInterval?: SubagentDuration;
     /** Attempts per turn, counting crashes of the worker. Default 10. */
     maximumAttempts?: number;
+    /** Failure types never retried, besides NO_PROVIDER, PAYLOAD_TOO_LARGE and INVALID_REQUEST. */
+    nonRetryableErrorTypes?: string[];
   };
   /**
    * Structured runs: extra turns that ask a child which finished without calling

@@ -16,3 +16,6 @@ export const DEFAULT_MAX_PAYLOAD_BYTES = 2 * 1024 * 1024 - 64 * 1024;
 
 /** Deadline of the call that creates a run or a resume on the server. */
 export const DEFAULT_START_TIMEOUT_MS = 10_000;
+
+/** How long waiting for a result rides out an unreachable server before it gives up. */
+export const DEFAULT_RECONNECT_WINDOW_MS = 10 * 60_000;

@@ -33,6 +33,7 @@ export interface RunHandleContext {
   logger: SubagentLogger;
   maxPayloadBytes: number;
   startTimeoutMs: number;
+  reconnectWindowMs: number;
 }
 
 export interface RunHandleInit {
@@ -130,7 +131,7 @@ export class RunHandle {
 
   /**
    * Asks for this segment's outcome until it settles, following the run through continue-as-new
-   * and riding out a server that is briefly unreachable (a restart) for up to `RECONNECT_WINDOW_MS`.
+   * and riding out a server that is briefly unreachable (a restart) for up to `reconnectWindowMs`.
    */
   private async awaitOutcome(): Promise<SegmentOutcome> {
     let unreachableSince: number | undefined;
@@ -145,7 +146,7 @@ export class RunHandle {
         // The server answers NotFound for a closed workflow too: its own result is the last segment's.
         if (err instanceof WorkflowNotFoundError) return this.closedOutcome();
         unreachableSince ??= Date.now();
-        if (!isUnreachable(err) || Date.now() - unreachableSince > RECONNECT_WINDOW_MS) throw err;
+        if (!isUnreachable(err) || Date.now() - unreachableSince > this.context.reconnectWindowMs) throw err;
         await new Promise((resolve) => setTimeout(resolve, backoff));
         backoff = Math.min(backoff * 2, 5000);
         continue;
@@ -287,9 +288,6 @@ export class RunHandle {
     });
   }
 }
-
-/** How long waiting for a result rides out an unreachable server before `result` rejects. */
-const RECONNECT_WINDOW_MS = 10 * 60_000;
 
 const GRPC_DEADLINE_EXCEEDED = 4;
 const GRPC_UNAVAILABLE = 14;

@@ -5,7 +5,13 @@ import { Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client
 import type { SubagentProviderDescriptor, SubagentRunSettings } from '../activities/provider';
 import type { ResolvedRunSettings, SubagentRunInput } from '../workflows/subagent-run';
 import { subagentRunWorkflow } from '../workflows/subagent-run';
-import { DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_START_TIMEOUT_MS, RUN_ID_PREFIX, defaultTaskQueue } from './constants';
+import {
+  DEFAULT_MAX_PAYLOAD_BYTES,
+  DEFAULT_RECONNECT_WINDOW_MS,
+  DEFAULT_START_TIMEOUT_MS,
+  RUN_ID_PREFIX,
+  defaultTaskQueue,
+} from './constants';
 import { SubagentError } from './errors';
 import { SubagentEventListener, SubagentEventName, SubagentEvents } from './events';
 import { RunHandle, RunHandleContext } from './run-handle';
@@ -23,6 +29,11 @@ export interface TemporalSubagentServiceOptions {
    * rejects with `UNAVAILABLE`. Waiting for the result itself has no deadline. Default 10 s.
    */
   startTimeoutMs?: number;
+  /**
+   * How long waiting for a result rides out an unreachable server (a restart) before `result`
+   * rejects with `UNAVAILABLE`. Default 10 minutes.
+   */
+  reconnectWindowMs?: number;
   /** Largest request, message or resume content accepted; default just under Temporal's 2 MiB. */
   maxPayloadBytes?: number;
   logger?: SubagentLogger;
@@ -54,6 +65,7 @@ export class TemporalSubagentService {
       logger,
       maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
       startTimeoutMs: options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS,
+      reconnectWindowMs: options.reconnectWindowMs ?? DEFAULT_RECONNECT_WINDOW_MS,
     };
     resolveRunSettings(this.context.maxPayloadBytes, options.runSettings); // fail at construction, not at the first start
   }

@@ -44,7 +44,7 @@ export function resolveRunSettings(maxPayloadBytes: number, ...layers: (Subagent
       backoffCoefficient,
       maximumIntervalMs: duration(retry.maximumInterval!, 'retry.maximumInterval'),
       maximumAttempts,
-      nonRetryableErrorTypes: NON_RETRYABLE_TURN_ERRORS,
+      nonRetryableErrorTypes: [...new Set([...NON_RETRYABLE_TURN_ERRORS, ...(retry.nonRetryableErrorTypes ?? [])])],
     },
     structuredNudgeRetries,
     maxStepsPerTurn,

@@ -92,9 +92,8 @@ it('completes 50 concurrent runs through three SIGKILLs of their worker, each me
     }
   })();
 
-  const results = await Promise.all(runs.map((run) => run.result));
+  const results = await Promise.all(runs.map((run) => run.result)).finally(() => log.close());
   await Promise.all([steering, kills]);
-  log.close();
   expect(results.every((result) => result.stopReason === 'completed')).toBe(true);
   expect(new Set(workers.map((worker) => worker.child.pid)).size).toBe(4);
 

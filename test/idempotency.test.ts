@@ -53,10 +53,21 @@ it('returns the closed run for a key whose run has ended, starting nothing new',
 it('rejects the result with IDEMPOTENCY_CONFLICT when the key was used for a different request', async () => {
   const key = uniqueName('key');
   const first = service.start(scripted.name, request(key, 'one task'));
+  expect(await first.result).toEqual({ output: text('done: one task'), stopReason: 'completed' });
   const conflicting = service.start(scripted.name, request(key, 'another task'));
   await expect(conflicting.result).rejects.toMatchObject({ code: 'IDEMPOTENCY_CONFLICT' });
-  expect(await first.result).toEqual({ output: text('done: one task'), stopReason: 'completed' });
   expect(await workflowsWithId(first.id)).toBe(1);
+});
+
+it('lets exactly one of two racing starts with one key and different requests win', async () => {
+  const key = uniqueName('key');
+  const racers = [service.start(scripted.name, request(key, 'one task')), service.start(scripted.name, request(key, 'another task'))];
+  const settled = await Promise.allSettled(racers.map((run) => run.result));
+  const won = settled.filter((outcome) => outcome.status === 'fulfilled');
+  const lost = settled.filter((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+  expect(won).toHaveLength(1);
+  expect(lost.map((outcome) => (outcome.reason as { code: string }).code)).toEqual(['IDEMPOTENCY_CONFLICT']);
+  expect(await eventually(() => workflowsWithId(racers[0]!.id).then((n) => (n > 0 ? n : undefined)))).toBe(1);
 });
 
 it('treats equal requests as equal whatever the key order of their objects', async () => {
