@@ -178,6 +178,8 @@ export interface ToolActivityInput {
   callId: string;
   arguments: string;
   cwd?: string;
+  /** The run as a parent, for tools that delegate: its depth, its cap, its model. */
+  delegation: { depth: number; maxDepth?: number; model?: string };
 }
 
 /** What `runContextQuery` returns: the run's request and its whole conversation. */

@@ -4,30 +4,8 @@
 import * as fs from 'node:fs/promises';
 import type { Dirent, Stats } from 'node:fs';
 import * as path from 'node:path';
+import type { SubagentTool, SubagentToolContext } from './provider';
 import type { ToolCallOutcome } from './structured-output';
-
-export interface SubagentToolContext {
-  /** The run's working directory; tools refuse paths outside it. Undefined when the parent had none. */
-  cwd: string | undefined;
-  /** Aborts when the run is cancelled. */
-  signal: AbortSignal;
-  runId: string;
-}
-
-export interface SubagentTool {
-  /** snake_case; the activity type name in Temporal history. */
-  readonly name: string;
-  /** Shown to the model. */
-  readonly description: string;
-  /** JSON Schema (an object schema) of the arguments, shown to the model. */
-  readonly parameters: Record<string, unknown>;
-  /**
-   * Runs the tool with the model's parsed arguments. Resolves with what the model sees; bad
-   * arguments and refused paths resolve with `isError` and never throw. A rejection means an
-   * infrastructure fault (retryable) or the run's cancellation (the signal's reason).
-   */
-  execute(args: unknown, context: SubagentToolContext): Promise<ToolCallOutcome>;
-}
 
 /** A path the model asked for that the tools refuse; the message is written for the model. */
 export class ToolPathError extends Error {

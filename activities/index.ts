@@ -9,6 +9,7 @@ import type {
   ContentBlock,
   ModelCallInput,
   ModelCallResult,
+  ResolvedSubagentRequest,
   RunContextSnapshot,
   SubagentTurnResult,
   ToolActivityInput,
@@ -21,6 +22,7 @@ import { callModel } from './model-call';
 import type {
   SubagentAgentProvider,
   SubagentDelegate,
+  SubagentDelegatingRun,
   SubagentHostedProvider,
   SubagentTurnContext,
   SubagentTurnProvider,
@@ -61,9 +63,9 @@ export function createActivities(deps: ActivityDependencies) {
     activity.cancelled.catch((err: CancelledFailure) => {
       cancellation = err;
     });
-    // From the first moment: fetching the run's context may wait on the workflow's worker.
+    // From the first moment, fetching the run's context included (it may wait on the workflow's
+    // worker). A turn shorter than one interval sends no heartbeat at all.
     let details: unknown = activity.info.heartbeatDetails;
-    activity.heartbeat(details);
     const timer = setInterval(() => activity.heartbeat(details), heartbeatIntervalMs);
     const setDetails = (progress: unknown) => {
       details = progress;
@@ -155,7 +157,7 @@ export function createActivities(deps: ActivityDependencies) {
           ...(deps.delegate
             ? {
                 delegate: (nested, request) =>
-                  deps.delegate!(nested, request, { runId: input.runId, request: context.request, signal: activity.cancellationSignal }),
+                  deps.delegate!(nested, request, delegatingRun(input.runId, context.request, activity.cancellationSignal)),
               }
             : {}),
         };
@@ -210,10 +212,14 @@ export function createActivities(deps: ActivityDependencies) {
           } catch {
             return errorOutcome(`invalid arguments: not JSON (${input.arguments.slice(0, 200)})`);
           }
+          const signal = Context.current().cancellationSignal;
+          const parent = { runId: input.runId, signal, ...input.delegation, ...(input.cwd === undefined ? {} : { cwd: input.cwd }) };
           const outcome = await implementation.execute(args, {
             cwd: input.cwd,
-            signal: Context.current().cancellationSignal,
+            signal,
             runId: input.runId,
+            callId: input.callId,
+            ...(deps.delegate ? { delegate: (nested, request) => deps.delegate!(nested, request, parent) } : {}),
           });
           return truncated(outcome, maxToolOutputBytes);
         });
@@ -221,6 +227,20 @@ export function createActivities(deps: ActivityDependencies) {
     }
   }
   return activities;
+}
+
+/** This run as the parent of the runs it delegates: its depth, cap, cwd and model. */
+function delegatingRun(runId: string, request: ResolvedSubagentRequest, signal: AbortSignal): SubagentDelegatingRun {
+  const own = request.agentOptions?.model;
+  const model = typeof own === 'string' ? own : request.parent.model;
+  return {
+    runId,
+    depth: request.depth,
+    signal,
+    ...(request.maxDepth === undefined ? {} : { maxDepth: request.maxDepth }),
+    ...(request.parent.cwd === undefined ? {} : { cwd: request.parent.cwd }),
+    ...(model === undefined ? {} : { model }),
+  };
 }
 
 /**

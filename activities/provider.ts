@@ -7,8 +7,7 @@ import type {
   TranscriptEntry,
 } from './contracts';
 import type { SubagentRun, SubagentStartRequest } from '../src/types';
-import type { SubagentTool } from './file-tools';
-import type { StructuredOutputRuntime } from './structured-output';
+import type { StructuredOutputRuntime, ToolCallOutcome } from './structured-output';
 
 export interface SubagentCapabilities {
   outputSchema: boolean;
@@ -102,12 +101,47 @@ export interface SubagentTurnContext {
 /** A start request from inside a run: the parent is the run itself. */
 export type SubagentNestedStartRequest = Omit<SubagentStartRequest, 'parent'>;
 
+/** The running child, as the parent of the runs it delegates. */
+export interface SubagentDelegatingRun {
+  runId: string;
+  depth: number;
+  maxDepth?: number;
+  cwd?: string;
+  model?: string;
+  /** The turn's or tool call's cancellation: it cancels the nested run. */
+  signal: AbortSignal;
+}
+
 /** What the worker hands activities so a running child can delegate further. */
-export type SubagentDelegate = (
-  provider: string,
-  request: SubagentNestedStartRequest,
-  parent: { runId: string; request: ResolvedSubagentRequest; signal: AbortSignal },
-) => SubagentRun;
+export type SubagentDelegate = (provider: string, request: SubagentNestedStartRequest, parent: SubagentDelegatingRun) => SubagentRun;
+
+export interface SubagentToolContext {
+  /** The run's working directory; tools refuse paths outside it. Undefined when the parent had none. */
+  cwd: string | undefined;
+  /** Aborts when the run is cancelled. */
+  signal: AbortSignal;
+  runId: string;
+  /** The model's id for this call; stable across retries of the call. */
+  callId: string;
+  /** Present when the worker offers its service: a nested run with this run as its parent (see `SubagentTurnContext.delegate`). */
+  delegate?(provider: string, request: SubagentNestedStartRequest): SubagentRun;
+}
+
+/** A tool an agent-loop child can call; each call runs as an activity named after it. */
+export interface SubagentTool {
+  /** snake_case; the activity type name in Temporal history. */
+  readonly name: string;
+  /** Shown to the model. */
+  readonly description: string;
+  /** JSON Schema (an object schema) of the arguments, shown to the model. */
+  readonly parameters: Record<string, unknown>;
+  /**
+   * Runs the tool with the model's parsed arguments. Resolves with what the model sees; bad
+   * arguments and refused paths resolve with `isError` and never throw. A rejection means an
+   * infrastructure fault (retryable) or the run's cancellation (the signal's reason).
+   */
+  execute(args: unknown, context: SubagentToolContext): Promise<ToolCallOutcome>;
+}
 
 /** Where an agent-loop provider's model lives: any OpenAI-compatible chat-completions endpoint. */
 export interface SubagentModelEndpoint {

@@ -1,31 +1,27 @@
 // `npm run bench`: what durability costs, measured side by side in one run against the limit
 // here, a bare Temporal workflow with one activity on the same embedded server and worker
-// settings. Plain Node, no test runner. `--quick` for fewer repetitions, `--json` for a JSON line.
+// settings. Plain Node, no test runner. `--quick` for fewer repetitions (under two minutes),
+// `--json` to end the table with one JSON line of every figure.
 import { randomUUID } from 'node:crypto';
+import { readFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Worker, DefaultLogger, Runtime, bundleWorkflowCode } from '@temporalio/worker';
 import type { SubagentTurnProvider } from '../activities/provider';
 import { connectTemporal } from '../src/config';
 import { createSpawnProvider } from '../src/providers/llm';
-import { startFakeOpenAI, textReply, toolCallReply } from '../test/helpers/fake-openai';
+import { ScriptedTurnEvent, createScriptedProvider } from '../src/providers/scripted';
 import { TemporalSubagentService } from '../src/service';
 import { createSubagentWorker } from '../src/worker';
+import { startFakeOpenAI, textReply, toolCallReply } from '../test/helpers/fake-openai';
+import { spawnWorkerProcess } from '../test/helpers/processes';
 
 const quick = process.argv.includes('--quick');
 const json = process.argv.includes('--json');
-const log = (line: string) => {
-  if (!json) console.log(line);
-};
-
-const noopProvider: SubagentTurnProvider = {
-  name: 'noop',
-  capabilities: { outputSchema: false, depthLimit: false, toolFilter: false },
-  inheritsParentContext: false,
-  steering: true,
-  resumable: true,
-  async runTurn() {
-    return { output: [], stopReason: 'completed' };
-  },
-};
+const log = (line = '') => console.log(line);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const text = (value: string) => [{ type: 'text' as const, text: value }];
+const parent = { id: 'bench' };
 
 interface Stats {
   p50: number;
@@ -38,95 +34,256 @@ function stats(samples: number[]): Stats {
   return { p50: at(0.5), p95: at(0.95) };
 }
 
+const round = (value: number, digits = 1) => Number(value.toFixed(digits));
+const noop = (name: string, resumable: boolean): SubagentTurnProvider => ({
+  name,
+  capabilities: { outputSchema: false, depthLimit: false, toolFilter: false },
+  inheritsParentContext: false,
+  steering: true,
+  resumable,
+  async runTurn() {
+    return { output: [], stopReason: 'completed' };
+  },
+});
+
+/** A scripted provider that timestamps every turn start and end, and lets the bench wait for them. */
+function timed() {
+  const seen = new Map<string, number>();
+  const waiters = new Map<string, () => void>();
+  const key = (runId: string, kind: string, turn: number) => `${runId}|${kind}|${turn}`;
+  const provider = createScriptedProvider({
+    name: 'timed',
+    observer: (event: ScriptedTurnEvent) => {
+      const k = key(event.runId, event.kind, event.turn);
+      seen.set(k, performance.now());
+      waiters.get(k)?.();
+    },
+  });
+  return {
+    provider,
+    /** When the turn's event happened (performance.now()), waiting for it if need be. */
+    at: async (runId: string, kind: 'turn-start' | 'turn-end', turn: number) => {
+      const k = key(runId, kind, turn);
+      if (!seen.has(k)) await new Promise<void>((resolve) => waiters.set(k, resolve));
+      return seen.get(k)!;
+    },
+  };
+}
+
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const results: Record<string, unknown> = {};
   const temporal = await connectTemporal({ env: {}, devServer: { dbFilename: undefined } });
   const { connection, client } = temporal;
-  const baselineBundle = await bundleWorkflowCode({
-    workflowsPath: require.resolve('./baseline-workflows'),
-    logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} },
-  });
   const fake = await startFakeOpenAI();
+  const timing = timed();
   const spawn = createSpawnProvider({ endpoint: { baseURL: fake.baseURL, model: 'fake-model' }, runSettings: { maxStepsPerTurn: 1000 } });
-  const subagentWorker = await createSubagentWorker({ connection, providers: [noopProvider, spawn] });
+  const providers = [noop('noop', true), noop('noop-closing', false), timing.provider, spawn];
+  const subagentWorker = await createSubagentWorker({ connection, providers });
   const baselineWorker = await Worker.create({
     connection,
     taskQueue: 'bench.baseline',
-    workflowBundle: baselineBundle,
+    workflowBundle: await bundleWorkflowCode({
+      workflowsPath: require.resolve('./baseline-workflows'),
+      logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} },
+    }),
     activities: { async noop() {} },
     maxHeartbeatThrottleInterval: 1000,
     defaultHeartbeatThrottleInterval: 1000,
+    stickyQueueScheduleToStartTimeout: 2000,
   });
   const service = new TemporalSubagentService({ client });
-  service.registerProvider(noopProvider);
-  service.registerProvider(spawn);
-  const prompt = [{ type: 'text' as const, text: 'noop' }];
+  for (const provider of providers) service.registerProvider(provider);
 
-  const facadeOnce = async () => {
+  const facadeOnce = async (provider = 'noop') => {
     const started = performance.now();
-    const run = service.start('noop', { prompt, parent: { id: 'bench' } });
+    const run = service.start(provider, { prompt: text('noop'), parent });
     await run.result;
     const elapsed = performance.now() - started;
-    await run.dispose();
-    return elapsed;
+    return { elapsed, run };
   };
-  const baselineOnce = async () => {
+  const baselineOnce = async (requestEagerStart = false) => {
     const started = performance.now();
-    const handle = await client.workflow.start('bareRoundTrip', { taskQueue: 'bench.baseline', workflowId: `bare-${randomUUID()}` });
+    const handle = await client.workflow.start('bareRoundTrip', { taskQueue: 'bench.baseline', workflowId: `bare-${randomUUID()}`, requestEagerStart });
     await handle.result();
     return performance.now() - started;
   };
 
-  const results: Record<string, unknown> = {};
-  await Promise.all([
-    subagentWorker.runUntil(async () => {
-      await baselineWorker.runUntil(async () => {
-        const warmup = quick ? 5 : 10;
-        const rounds = quick ? 20 : 50;
-        for (let i = 0; i < warmup; i++) {
-          await facadeOnce();
-          await baselineOnce();
-        }
-        // Interleaved, so drift in the machine's load hits both sides alike.
-        const facade: number[] = [];
-        const baseline: number[] = [];
-        for (let i = 0; i < rounds; i++) {
-          facade.push(await facadeOnce());
-          baseline.push(await baselineOnce());
-        }
-        const f = stats(facade);
-        const b = stats(baseline);
-        results.latency = { facade_p50_ms: round(f.p50), baseline_p50_ms: round(b.p50), ratio: round(f.p50 / b.p50, 3) };
-        log(`Delegation latency, start -> result, ${rounds} runs each (after ${warmup} warm-up):`);
-        log(`  facade (no-op provider)     p50 ${f.p50.toFixed(1)} ms   p95 ${f.p95.toFixed(1)} ms`);
-        log(`  bare workflow + 1 activity  p50 ${b.p50.toFixed(1)} ms   p95 ${b.p95.toFixed(1)} ms`);
-        log(`  ratio (p50)                 ${(f.p50 / b.p50).toFixed(3)}`);
+  await subagentWorker.runUntil(() =>
+    baselineWorker.runUntil(async () => {
+      // 1. Delegation latency, interleaved so drift in the machine's load hits both sides alike.
+      const warmup = quick ? 5 : 10;
+      const rounds = quick ? 20 : 50;
+      for (let i = 0; i < warmup; i++) {
+        await (await facadeOnce()).run.dispose();
+        await baselineOnce();
+        await baselineOnce(true);
+      }
+      const facade: number[] = [];
+      const baseline: number[] = [];
+      const eagerBaseline: number[] = [];
+      for (let i = 0; i < rounds; i++) {
+        const { elapsed, run } = await facadeOnce();
+        facade.push(elapsed);
+        await run.dispose();
+        baseline.push(await baselineOnce());
+        eagerBaseline.push(await baselineOnce(true));
+      }
+      const f = stats(facade);
+      const b = stats(baseline);
+      const e = stats(eagerBaseline);
+      results.latency = { facade_p50_ms: round(f.p50), baseline_p50_ms: round(b.p50), ratio: round(f.p50 / b.p50, 3) };
+      log(`1. Delegation latency, start -> result, ${rounds} runs each (after ${warmup} warm-up):`);
+      log(`   facade (no-op provider, eager start)      p50 ${f.p50.toFixed(1)} ms   p95 ${f.p95.toFixed(1)} ms`);
+      log(`   bare workflow + 1 activity                p50 ${b.p50.toFixed(1)} ms   p95 ${b.p95.toFixed(1)} ms`);
+      log(`   bare workflow + 1 activity, eager start   p50 ${e.p50.toFixed(1)} ms   p95 ${e.p95.toFixed(1)} ms`);
+      log(`   ratio (p50) to the bare workflow          ${(f.p50 / b.p50).toFixed(3)}   goal <= 1.15   (to the eager one: ${(f.p50 / e.p50).toFixed(3)})`);
 
-        // History per model call of an LLM child that keeps calling a tool (one model call and
-        // one tool call per step), against the fake model server.
-        const perTurn: Record<string, number> = {};
-        for (const calls of [10, 50, 200]) {
-          let made = 0;
-          fake.setHandler(() => (++made < calls ? toolCallReply([{ name: 'list_directory', arguments: {} }]) : textReply('done')));
-          const run = service.start('spawn', { prompt: [{ type: 'text', text: `loop ${calls}` }], parent: { id: 'bench', session: { header: { id: 's', cwd: __dirname } } } });
-          await run.result;
-          const info = (await client.workflow.getHandle(run.id).describe()).raw.workflowExecutionInfo!;
-          await run.dispose();
-          perTurn[String(calls)] = Math.round(Number(info.historySizeBytes) / calls);
-        }
-        results.history_bytes_per_turn = perTurn;
-        log(`History bytes per model call of an LLM child (model call + tool call per step):`);
-        log(`  10 calls: ${perTurn['10']}   50 calls: ${perTurn['50']}   200 calls: ${perTurn['200']}`);
+      // 2. Throughput: N delegations, 100 at a time, completions per second.
+      const total = quick ? 300 : 1000;
+      const concurrency = 100;
+      const pool = async (one: () => Promise<void>) => {
+        let next = 0;
+        const started = performance.now();
+        await Promise.all(
+          Array.from({ length: concurrency }, async () => {
+            while (next++ < total) await one();
+          }),
+        );
+        return total / ((performance.now() - started) / 1000);
+      };
+      const disposals: Promise<void>[] = [];
+      const facadeRate = await pool(async () => {
+        const { run } = await facadeOnce('noop-closing');
+        disposals.push(run.dispose());
       });
+      await Promise.all(disposals);
+      const baselineRate = await pool(async () => {
+        await baselineOnce();
+      });
+      results.throughput = { facade_per_s: round(facadeRate), baseline_per_s: round(baselineRate), ratio: round(facadeRate / baselineRate, 3) };
+      log(`2. Throughput, ${total} delegations at concurrency ${concurrency}:`);
+      log(`   facade ${facadeRate.toFixed(1)}/s   bare workflow ${baselineRate.toFixed(1)}/s   ratio ${(facadeRate / baselineRate).toFixed(3)}   goal >= 0.85`);
+
+      // 3. Steering: a message sent during a turn -> the provider's next turn starts with it,
+      //    counted from when the turn ended (or from the send, if that came later).
+      // 4. Resume: resume() -> the provider starts the new segment's turn.
+      const samples = quick ? 10 : 30;
+      const steering: number[] = [];
+      const resume: number[] = [];
+      for (let i = 0; i < samples; i++) {
+        const script = [{ delayMs: 150, reply: 'a' }, { reply: 'b' }, { reply: 'c' }];
+        const run = service.start('timed', { prompt: text('steer me'), parent, agentOptions: { script } });
+        await timing.at(run.id, 'turn-start', 0);
+        const sent = performance.now();
+        run.sendMessage!(text('steering'));
+        const seen = await timing.at(run.id, 'turn-start', 1);
+        steering.push(seen - Math.max(sent, await timing.at(run.id, 'turn-end', 0)));
+        await run.result;
+        const resumedAt = performance.now();
+        const resumed = run.resume!(text('again'));
+        resume.push((await timing.at(run.id, 'turn-start', 2)) - resumedAt);
+        await resumed.result;
+        await resumed.dispose();
+      }
+      const s = stats(steering);
+      const r = stats(resume);
+      results.steering_p50_ms = round(s.p50);
+      results.resume_p50_ms = round(r.p50);
+      log(`3. Steering, turn boundary -> the provider's next turn with the message, ${samples} samples: p50 ${s.p50.toFixed(1)} ms   p95 ${s.p95.toFixed(1)} ms   goal p50 <= 100`);
+      log(`4. Resume, resume() -> the provider's new turn, ${samples} samples:       p50 ${r.p50.toFixed(1)} ms   p95 ${r.p95.toFixed(1)} ms   goal p50 <= 150`);
+
+      // 5. History bytes per model call of an LLM child that keeps calling a tool.
+      const perTurn: Record<string, number> = {};
+      for (const calls of [10, 50, 200]) {
+        let made = 0;
+        fake.setHandler(() => (++made < calls ? toolCallReply([{ name: 'list_directory', arguments: {} }]) : textReply('done')));
+        const run = service.start(spawn.name, { prompt: text(`loop ${calls}`), parent: { id: 'bench', session: { header: { id: 's', cwd: __dirname } } } });
+        await run.result;
+        const info = (await client.workflow.getHandle(run.id).describe()).raw.workflowExecutionInfo!;
+        await run.dispose();
+        perTurn[String(calls)] = Math.round(Number(info.historySizeBytes) / calls);
+      }
+      results.history_bytes_per_turn = perTurn;
+      log(`5. History bytes per model call (model call + tool call per step, fake model server):`);
+      log(`   10 calls ${perTurn['10']}   50 calls ${perTurn['50']}   200 calls ${perTurn['200']}   goal: flat`);
     }),
-  ]);
+  );
+
+  // 6 and 7 run workers as processes of their own, to measure and to kill them.
+  const address = temporal.address;
+  const bundlePath = join(mkdtempSync(join(tmpdir(), 'subagent-bench-')), 'bundle.js');
+  writeFileSync(bundlePath, (await import('../src/worker').then((m) => m.bundleSubagentWorkflows())).code);
+  const workerEnv = (name: string, eventsFile: string, extra: Record<string, string> = {}) => ({
+    TEMPORAL_TEST_ADDRESS: address,
+    TEMPORAL_TEST_BUNDLE: bundlePath,
+    PROVIDER_NAME: name,
+    EVENTS_FILE: eventsFile,
+    ...extra,
+  });
+  const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+
+  // 6. Worker memory with 1,000 parked runs, against none, with a bounded workflow cache.
+  const parkedName = 'parked';
+  service.registerProvider({ ...noop(parkedName, true), capabilities: { outputSchema: false, depthLimit: false, toolFilter: false } });
+  const parkedWorker = await spawnWorkerProcess('worker-process', workerEnv(parkedName, '/dev/null', { WORKER_MAX_CACHED: '100' }));
+  const warm = await Promise.all(Array.from({ length: 20 }, () => service.start(parkedName, { prompt: text('warm'), parent })));
+  await Promise.all(warm.map((run) => run.result));
+  await Promise.all(warm.map((run) => run.dispose()));
+  await sleep(2000);
+  const rss: number[] = [rssMb(parkedWorker.child.pid!)];
+  for (let batch = 0; batch < 10; batch++) {
+    const runs = Array.from({ length: 100 }, () => service.start(parkedName, { prompt: text('park'), parent }));
+    await Promise.all(runs.map((run) => run.result));
+    if (batch === 0 || batch === 9) {
+      await sleep(2000);
+      rss.push(rssMb(parkedWorker.child.pid!));
+    }
+  }
+  const [rssIdle, rssCacheFull, rssParked] = rss as [number, number, number];
+  results.worker_rss_mb = { parked_0: round(rssIdle), parked_1000: round(rssParked) };
+  log(`6. Worker resident set, workflow cache of 100: no parked runs ${rssIdle.toFixed(1)} MB, 100 parked (cache full) ${rssCacheFull.toFixed(1)} MB, 1,000 parked ${rssParked.toFixed(1)} MB   goal: the 900 evicted cost nothing`);
+  // The parked runs stay parked: the in-memory server goes away with the bench.
+  await parkedWorker.kill();
+
+  // 7. Recovery: a worker SIGKILLed mid-turn -> the run completes on another worker.
+  const heartbeatTimeoutS = 5;
+  const recoveryName = 'recovery';
+  service.registerProvider({
+    ...noop(recoveryName, false),
+    runSettings: { heartbeatTimeout: `${heartbeatTimeoutS} seconds`, retry: { initialInterval: '100 ms' } },
+  });
+  const eventsFile = join(mkdtempSync(join(tmpdir(), 'subagent-bench-')), 'events.jsonl');
+  writeFileSync(eventsFile, '');
+  const workers = [
+    await spawnWorkerProcess('worker-process', workerEnv(recoveryName, eventsFile)),
+    await spawnWorkerProcess('worker-process', workerEnv(recoveryName, eventsFile)),
+  ];
+  const recoveries: number[] = [];
+  for (let sample = 0; sample < (quick ? 1 : 3); sample++) {
+    const run = service.start(recoveryName, { prompt: text('survive'), parent, agentOptions: { script: [{ stallFirstAttemptMs: 60_000 }] } });
+    let owner: number | undefined;
+    while (owner === undefined) {
+      await sleep(20);
+      const line = readFileSync(eventsFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((e) => e.runId === run.id && e.kind === 'turn-start');
+      owner = line?.pid;
+    }
+    const victim = workers.findIndex((worker) => worker.child.pid === owner);
+    const killedAt = performance.now();
+    await workers[victim]!.kill('SIGKILL');
+    await run.result;
+    recoveries.push((performance.now() - killedAt) / 1000);
+    workers[victim] = await spawnWorkerProcess('worker-process', workerEnv(recoveryName, eventsFile));
+  }
+  const recovery = stats(recoveries).p50;
+  results.recovery_s = round(recovery, 2);
+  results.heartbeat_timeout_s = heartbeatTimeoutS;
+  log(`7. Recovery, worker SIGKILL -> the run completes on another worker: ${recovery.toFixed(2)} s (heartbeat timeout ${heartbeatTimeoutS} s)`);
+  await Promise.all(workers.map((worker) => worker.kill()));
+
   await temporal.close();
   await fake.close();
   if (json) console.log(JSON.stringify(results));
-}
-
-function round(value: number, digits = 1): number {
-  return Number(value.toFixed(digits));
 }
 
 main().catch((err) => {

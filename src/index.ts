@@ -31,6 +31,20 @@ export {
 } from './providers/scripted';
 export { hostSeamProvider, type HostSeamProviderOptions } from './providers/seam-adapter';
 export {
+  SUBAGENT_RESULT_TOOL_NAME,
+  SUBAGENT_TOOL_NAME,
+  createDelegationTool,
+  createSubagentResultTool,
+  createSubagentTool,
+  subagentToolWording,
+  type SubagentStarter,
+  type SubagentToolCallContext,
+  type SubagentToolConfig,
+  type SubagentToolDefinition,
+  type SubagentToolParameters,
+} from './tool';
+export { runOpenAIToolCall, toAiSdkTool, toOpenAITool } from './tool-adapters';
+export {
   createForkProvider,
   createSpawnProvider,
   DEFAULT_SYSTEM_PROMPT,
@@ -43,8 +57,6 @@ export {
   readFileTool,
   resolveInside,
   searchTextTool,
-  type SubagentTool,
-  type SubagentToolContext,
 } from '../activities/file-tools';
 export {
   OutputSchemaError,

@@ -44,8 +44,9 @@ export interface RunHandleInit {
   steering: boolean;
   resumable: boolean;
   /**
-   * Creates the segment on the server (start workflow, or resume update). Called one microtask
-   * after the handle exists, so a `cancel()` in the same tick as `start()` is seen as `abortedAtStart`.
+   * Creates the segment on the server (start workflow, or resume update), within the start
+   * deadline. Called one microtask after the handle exists, so a `cancel()` in the same tick as
+   * `start()` is seen as `abortedAtStart`.
    */
   begin?: (abortedAtStart: boolean) => Promise<unknown>;
   /** Emit `subagent/start` and `subagent/end` for this segment (not for attached runs). */
@@ -78,8 +79,7 @@ export class RunHandle {
     this.started = begin
       ? Promise.resolve().then(async () => {
           this.begun = true;
-          const { client, startTimeoutMs } = context;
-          await client.connection.withDeadline(Date.now() + startTimeoutMs, () => begin(this.cancelRequested));
+          await begin(this.cancelRequested);
         })
       : Promise.resolve();
     const result = this.started
@@ -102,6 +102,8 @@ export class RunHandle {
     };
     if (init.steering) run.sendMessage = (content) => this.sendMessage(content);
     if (init.resumable) run.resume = (content) => this.resume(content);
+    // Not part of the seam's shape: lets `runStarted` wait until the run exists on the server.
+    Object.defineProperty(run, STARTED, { value: this.started });
     this.run = run;
   }
 
@@ -255,10 +257,12 @@ export class RunHandle {
       segment: fromSegment + 1,
       begin: async (abortedAtStart) => {
         try {
-          await this.handle.executeUpdate(resumeUpdate, { args: [{ fromSegment, content: message, abortedAtStart }] });
+          await withinDeadline(this.context, () =>
+            this.handle.executeUpdate(resumeUpdate, { args: [{ fromSegment, content: message, abortedAtStart }] }),
+          );
         } catch (err) {
           // NotFound also means closed (its window passed since this handle looked): not resumable.
-          if (err instanceof WorkflowNotFoundError && (await this.exists())) {
+          if (err instanceof WorkflowNotFoundError && (await workflowExists(this.handle))) {
             throw new SubagentError(`cannot resume run ${this.init.runId}: it is closed`, 'NOT_RESUMABLE', { cause: err });
           }
           throw err;
@@ -267,16 +271,6 @@ export class RunHandle {
       emitEvents: true,
     });
     return next.run;
-  }
-
-  private async exists(): Promise<boolean> {
-    try {
-      await this.handle.describe();
-      return true;
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) return false;
-      throw err;
-    }
   }
 
   private reportBackgroundFailure(operation: string, err: unknown): void {
@@ -299,6 +293,37 @@ function isUnreachable(err: unknown): boolean {
     if (code === GRPC_UNAVAILABLE || code === GRPC_DEADLINE_EXCEEDED) return true;
   }
   return false;
+}
+
+const STARTED = Symbol('subagent.run.started');
+
+/**
+ * Resolves once the run exists on the server (its start or resume call went through); rejects
+ * with the typed error if it never will. For runs of other implementations it resolves at once.
+ */
+export async function runStarted(run: SubagentRun): Promise<void> {
+  const started = (run as { [STARTED]?: Promise<void> })[STARTED];
+  try {
+    await started;
+  } catch (err) {
+    throw toSubagentError(err, run.id);
+  }
+}
+
+/** Whether the workflow exists (running or closed); a failure to ask propagates. */
+async function workflowExists(handle: WorkflowHandle): Promise<boolean> {
+  try {
+    await handle.describe();
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
+}
+
+/** `fn`'s calls under the service's start deadline. */
+export function withinDeadline<T>(context: RunHandleContext, fn: () => Promise<T>): Promise<T> {
+  return context.client.connection.withDeadline(Date.now() + context.startTimeoutMs, fn);
 }
 
 /** Maps what the Temporal client throws onto the seam's typed errors. */

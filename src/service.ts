@@ -2,6 +2,7 @@
 // request synchronously, before anything durable exists, then starts or attaches run workflows.
 import { createHash, randomUUID } from 'node:crypto';
 import { Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
 import type { SubagentProviderDescriptor, SubagentRunSettings } from '../activities/provider';
 import type { ResolvedRunSettings, SubagentRunInput } from '../workflows/subagent-run';
 import { subagentRunWorkflow } from '../workflows/subagent-run';
@@ -14,7 +15,7 @@ import {
 } from './constants';
 import { SubagentError } from './errors';
 import { SubagentEventListener, SubagentEventName, SubagentEvents } from './events';
-import { RunHandle, RunHandleContext } from './run-handle';
+import { RunHandle, RunHandleContext, withinDeadline } from './run-handle';
 import { assertPayloadWithin, isPlainObject, resolveStartRequest } from './request';
 import { resolveRunSettings } from './settings';
 import type { SubagentLogger, SubagentProvider, SubagentRun, SubagentStartRequest } from './types';
@@ -158,16 +159,13 @@ export class TemporalSubagentService {
 
     const runId = `${RUN_ID_PREFIX}${name}:${key === undefined ? randomUUID() : `key-${sha256(key)}`}`;
     const workflow = this.options.client.workflow;
-    const startWorkflow = (abortedAtStart: boolean, memo?: Record<string, unknown>) =>
-      workflow.start(subagentRunWorkflow, {
-        workflowId: runId,
-        taskQueue: provider.taskQueue,
-        args: [abortedAtStart ? { ...input, abortedAtStart } : input],
-        // A keyed start joins the run its key already started; otherwise an id is never reused.
-        workflowIdConflictPolicy: key === undefined ? 'FAIL' : 'USE_EXISTING',
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        ...(memo ? { memo } : {}),
-      });
+    const context = this.context;
+    const startOptions = (abortedAtStart: boolean) => ({
+      workflowId: runId,
+      taskQueue: provider.taskQueue,
+      args: [abortedAtStart ? { ...input, abortedAtStart } : input] as [SubagentRunInput],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
+    });
     const handle = new RunHandle(this.context, {
       runId,
       provider: name,
@@ -176,19 +174,35 @@ export class TemporalSubagentService {
       steering: input.steering,
       resumable: input.resumable,
       emitEvents: true,
-      begin: key === undefined ? (abortedAtStart) => startWorkflow(abortedAtStart) : (abortedAtStart) => startKeyed(abortedAtStart),
+      begin: key === undefined ? startFresh : startKeyed,
     });
+    // A worker on the client's own connection takes the first workflow task straight from the
+    // start response (eager start), skipping a round trip through matching.
+    const eager = this.options.client.connection instanceof NativeConnection;
+
+    async function startFresh(abortedAtStart: boolean): Promise<void> {
+      await withinDeadline(context, () =>
+        workflow.start(subagentRunWorkflow, { ...startOptions(abortedAtStart), workflowIdConflictPolicy: 'FAIL', requestEagerStart: eager }),
+      );
+    }
 
     /** Starts or joins the keyed run, then checks it was started for this very request. */
     async function startKeyed(abortedAtStart: boolean): Promise<void> {
       const fingerprint = sha256(canonicalJson({ provider: name, request: input.request }));
       try {
-        await startWorkflow(abortedAtStart, { requestFingerprint: fingerprint });
+        await withinDeadline(context, () =>
+          workflow.start(subagentRunWorkflow, {
+            ...startOptions(abortedAtStart),
+            // Joins the run its key already started, running or closed.
+            workflowIdConflictPolicy: 'USE_EXISTING',
+            memo: { requestFingerprint: fingerprint },
+          }),
+        );
       } catch (err) {
         // The key's run has closed: this start is that run, as it ended.
         if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
       }
-      const { memo } = await workflow.getHandle(runId).describe();
+      const { memo } = await withinDeadline(context, () => workflow.getHandle(runId).describe());
       if (memo?.requestFingerprint !== fingerprint) {
         throw new SubagentError(
           `idempotency key "${key}" already started run ${runId} for a different request`,

@@ -30,6 +30,9 @@ export type {
   SubagentModelEndpoint,
   SubagentProviderDescriptor,
   SubagentRunSettings,
+  SubagentNestedStartRequest,
+  SubagentTool,
+  SubagentToolContext,
   SubagentTurnContext,
   SubagentTurnProvider,
 } from '../activities/provider';

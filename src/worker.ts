@@ -141,14 +141,11 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
  */
 function delegateThrough(service: TemporalSubagentService): SubagentDelegate {
   return (provider, request, parent) => {
-    const cap = request.maxDepth ?? parent.request.maxDepth;
-    const depth = parent.request.depth + 1;
+    const cap = request.maxDepth ?? parent.maxDepth;
+    const depth = parent.depth + 1;
     const capable = service.getProvider(provider)?.capabilities.depthLimit ?? false;
     // A provider without the capability cannot take the cap; the depth is checked here instead.
     if (request.maxDepth === undefined && cap !== undefined && !capable && depth > cap) throw new SubagentDepthError(depth, cap);
-    const { cwd } = parent.request.parent;
-    const own = parent.request.agentOptions?.model;
-    const model = typeof own === 'string' ? own : parent.request.parent.model;
     return service.start(provider, {
       ...request,
       ...(cap !== undefined && (capable || request.maxDepth !== undefined) ? { maxDepth: cap } : {}),
@@ -156,8 +153,8 @@ function delegateThrough(service: TemporalSubagentService): SubagentDelegate {
       parent: {
         id: parent.runId,
         runId: parent.runId,
-        options: { subagentDepth: parent.request.depth, ...(model === undefined ? {} : { model }) },
-        session: { header: { id: parent.runId, ...(cwd === undefined ? {} : { cwd }) } },
+        options: { subagentDepth: parent.depth, ...(parent.model === undefined ? {} : { model: parent.model }) },
+        session: { header: { id: parent.runId, ...(parent.cwd === undefined ? {} : { cwd: parent.cwd }) } },
       },
     });
   };

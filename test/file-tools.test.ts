@@ -3,10 +3,9 @@
 import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import type { SubagentTool, SubagentToolContext } from '../activities/provider';
 import {
   NO_WORKING_DIRECTORY_MESSAGE,
-  SubagentTool,
-  SubagentToolContext,
   ToolPathError,
   builtinFileTools,
   listDirectoryTool,
@@ -54,7 +53,7 @@ afterAll(async () => {
 });
 
 function context(overrides: Partial<SubagentToolContext> = {}): SubagentToolContext {
-  return { cwd, signal: new AbortController().signal, runId: 'run-file-tools', ...overrides };
+  return { cwd, signal: new AbortController().signal, runId: 'run-file-tools', callId: 'call-1', ...overrides };
 }
 
 function textOf(outcome: ToolCallOutcome): string {

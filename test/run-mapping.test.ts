@@ -115,6 +115,21 @@ describe('start', () => {
   });
 });
 
+it('starts a run while no worker polls its queue, and completes it once a worker comes', async () => {
+  const late = createScriptedProvider({ name: uniqueName('late'), observer });
+  const impatient = newService(temporal, { startTimeoutMs: 500 });
+  impatient.registerProvider(late);
+  const run = impatient.start(late.name, { prompt: text('wait for a worker'), parent });
+  await new Promise((resolve) => setTimeout(resolve, 1000)); // past the start deadline
+  const stopLate = await startWorker(temporal, [late]);
+  try {
+    expect(await run.result).toEqual({ output: text('scripted reply to: wait for a worker'), stopReason: 'completed' });
+    await run.dispose();
+  } finally {
+    await stopLate();
+  }
+});
+
 describe('cancel', () => {
   it('reaches the provider mid-turn, and the result settles aborted only after it stopped', async () => {
     const order: string[] = [];

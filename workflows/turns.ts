@@ -133,6 +133,7 @@ export function turnRunner(
         callId: call.id,
         arguments: call.arguments,
         ...(state.request.parent.cwd === undefined ? {} : { cwd: state.request.parent.cwd }),
+        delegation: delegation(state.request),
       });
     } catch (err) {
       if (isCancellation(err)) throw err;
@@ -141,6 +142,16 @@ export function turnRunner(
   }
 
   return driver === 'agent-loop' ? agentLoopTurn : providerTurn;
+}
+
+function delegation(request: ResolvedSubagentRequest): ToolActivityInput['delegation'] {
+  const own = request.agentOptions?.model;
+  const model = typeof own === 'string' ? own : request.parent.model;
+  return {
+    depth: request.depth,
+    ...(request.maxDepth === undefined ? {} : { maxDepth: request.maxDepth }),
+    ...(model === undefined ? {} : { model }),
+  };
 }
 
 function turnResult(result: ModelCallResult): SubagentTurnResult {

@@ -29,6 +29,8 @@ export interface ScriptedTurn {
   delayMs?: number;
   /** Wait until cancelled. */
   hang?: boolean;
+  /** On the first attempt only, wait this long (a turn whose worker dies while it works). */
+  stallFirstAttemptMs?: number;
   /**
    * Delegate to a provider through `context.delegate` before answering (awaited, then
    * disposed); `{child}` in the reply becomes the child's answer, `child <stopReason>`, or
@@ -106,6 +108,7 @@ export function createScriptedProvider(options: ScriptedProviderOptions = {}): S
         }
       };
       if (step.delayMs) await wait(step.delayMs);
+      if (step.stallFirstAttemptMs && ctx.attempt === 1) await wait(step.stallFirstAttemptMs);
       const child = step.delegate ? await delegate(step.delegate, ctx) : '';
       if (step.hang) await wait(2 ** 31 - 1);
       if (step.failAttempts !== undefined && ctx.attempt <= step.failAttempts) {
