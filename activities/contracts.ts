@@ -120,6 +120,8 @@ export interface TurnActivityInput {
   transcript: { length: number; lastAssistantId?: string };
   /** Sent with a run's first turn only; later turns read it from the worker's cache or the workflow. */
   request?: ResolvedSubagentRequest;
+  /** What the provider's previous turn left for it (`providerState`). */
+  providerState?: JsonValue;
 }
 
 /** What a provider's turn produces. */
@@ -129,11 +131,24 @@ export interface SubagentTurnResult {
   diagnostic?: string;
   /** The captured structured value; set by the host from the capture runtime, validated. */
   structured?: unknown;
+  /** Opaque provider state the run keeps for its next turns and segments (an ACP session id). */
+  providerState?: JsonValue;
+  /** Permission decisions the provider made for the child, kept in history for audit. */
+  permissions?: SubagentPermissionDecision[];
+}
+
+export interface SubagentPermissionDecision {
+  toolCall: string;
+  kind?: string;
+  decision: 'allowed' | 'rejected';
+  optionId?: string;
 }
 
 export interface TurnActivityResult extends SubagentTurnResult {
   /** Names this output in the conversation, so a worker can tell whether its cache is current. */
   outputId: string;
+  /** How many waiting messages the turn took mid-turn (`takeMessages`), oldest first. */
+  consumedMessages: number;
 }
 
 /** Input of the `subagentModelCall` activity: one model call of an agent-loop provider. */

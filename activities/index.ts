@@ -34,6 +34,8 @@ export interface ActivityDependencies {
   providers: ReadonlyMap<string, SubagentHostedProvider>;
   /** Reads the run's request and conversation from its workflow (a query: nothing is recorded). */
   fetchRunContext(runId: string): Promise<RunContextSnapshot>;
+  /** Reads the messages waiting for the run's next turn from its workflow (a query). */
+  fetchPendingMessages(runId: string): Promise<ContentBlock[][]>;
   cache?: RunContextCache;
   /** How often the host heartbeats while an activity runs; cancellation arrives with heartbeats. */
   heartbeatIntervalMs?: number;
@@ -143,6 +145,10 @@ export function createActivities(deps: ActivityDependencies) {
         const context = await runContext(input.runId, input.transcript, input.request);
         const schema = context.request.outputSchema as StructuredOutputSchema | undefined;
         const structuredOutput = schema && provider.capabilities.outputSchema ? createStructuredOutputRuntime(schema) : undefined;
+        // Messages handed out mid-turn stay queued in the workflow until this turn's result
+        // lands, so a retried turn sees them again; `consumed` says how many were taken.
+        let consumed = 0;
+        const taken: ContentBlock[][] = [];
         const turnContext: SubagentTurnContext = {
           runId: input.runId,
           segment: input.segment,
@@ -151,6 +157,13 @@ export function createActivities(deps: ActivityDependencies) {
           request: context.request,
           signal: activity.cancellationSignal,
           transcript: async () => context.entries,
+          providerState: input.providerState,
+          takeMessages: async () => {
+            const fresh = (await deps.fetchPendingMessages(input.runId)).slice(consumed);
+            consumed += fresh.length;
+            taken.push(...fresh);
+            return fresh;
+          },
           heartbeat: setDetails,
           lastHeartbeat: activity.info.heartbeatDetails,
           ...(structuredOutput ? { structuredOutput } : {}),
@@ -169,11 +182,11 @@ export function createActivities(deps: ActivityDependencies) {
           request: context.request,
           entries: [
             ...context.entries,
-            ...input.input.map((content): TranscriptEntry => ({ kind: 'user', content })),
+            ...[...input.input, ...taken].map((content): TranscriptEntry => ({ kind: 'user', content })),
             { kind: 'assistant', id: outputId, content: result.output, stopReason: result.stopReason },
           ],
         });
-        return { ...result, outputId };
+        return { ...result, outputId, consumedMessages: consumed };
       });
     },
 

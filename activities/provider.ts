@@ -2,6 +2,7 @@
 // A provider runs its child one turn at a time; the run workflow calls `runTurn` as an activity.
 import type {
   ContentBlock,
+  JsonValue,
   ResolvedSubagentRequest,
   SubagentTurnResult,
   TranscriptEntry,
@@ -81,6 +82,14 @@ export interface SubagentTurnContext {
   readonly signal: AbortSignal;
   /** The conversation before this turn (earlier prompts, messages and outputs, all segments). */
   transcript(): Promise<readonly TranscriptEntry[]>;
+  /** What the provider's previous turn (or segment) returned as `providerState`. */
+  readonly providerState: JsonValue | undefined;
+  /**
+   * Messages sent to the run since this turn began, oldest first, each handed out once: a
+   * provider that runs several prompts in one turn (ACP) takes them at its own boundaries.
+   * Messages left untaken start the next turn.
+   */
+  takeMessages(): Promise<ContentBlock[][]>;
   /** Record progress; retries read it back as `lastHeartbeat`. The host heartbeats on its own too. */
   heartbeat(details?: unknown): void;
   readonly lastHeartbeat: unknown;

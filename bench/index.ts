@@ -226,23 +226,33 @@ async function main(): Promise<void> {
   // 6. Worker memory with 1,000 parked runs, against none, with a bounded workflow cache.
   const parkedName = 'parked';
   service.registerProvider({ ...noop(parkedName, true), capabilities: { outputSchema: false, depthLimit: false, toolFilter: false } });
-  const parkedWorker = await spawnWorkerProcess('worker-process', workerEnv(parkedName, '/dev/null', { WORKER_MAX_CACHED: '100' }));
+  const memoryFile = join(mkdtempSync(join(tmpdir(), 'subagent-bench-')), 'memory.json');
+  const parkedWorker = await spawnWorkerProcess(
+    'worker-process',
+    workerEnv(parkedName, '/dev/null', { WORKER_MAX_CACHED: '100', MEMORY_FILE: memoryFile, NODE_OPTIONS: '--expose-gc' }),
+  );
+  const heapMb = () => (JSON.parse(readFileSync(memoryFile, 'utf8')) as { heapUsed: number }).heapUsed / 2 ** 20;
   const warm = await Promise.all(Array.from({ length: 20 }, () => service.start(parkedName, { prompt: text('warm'), parent })));
   await Promise.all(warm.map((run) => run.result));
   await Promise.all(warm.map((run) => run.dispose()));
   await sleep(2000);
   const rss: number[] = [rssMb(parkedWorker.child.pid!)];
+  const heap: number[] = [heapMb()];
   for (let batch = 0; batch < 10; batch++) {
     const runs = Array.from({ length: 100 }, () => service.start(parkedName, { prompt: text('park'), parent }));
     await Promise.all(runs.map((run) => run.result));
     if (batch === 0 || batch === 9) {
       await sleep(2000);
       rss.push(rssMb(parkedWorker.child.pid!));
+      heap.push(heapMb());
     }
   }
   const [rssIdle, rssCacheFull, rssParked] = rss as [number, number, number];
+  const [heapIdle, heapCacheFull, heapParked] = heap as [number, number, number];
   results.worker_rss_mb = { parked_0: round(rssIdle), parked_1000: round(rssParked) };
-  log(`6. Worker resident set, workflow cache of 100: no parked runs ${rssIdle.toFixed(1)} MB, 100 parked (cache full) ${rssCacheFull.toFixed(1)} MB, 1,000 parked ${rssParked.toFixed(1)} MB   goal: the 900 evicted cost nothing`);
+  log(`6. Worker memory, workflow cache of 100 (none parked / 100 parked, cache full / 1,000 parked):`);
+  log(`   resident set ${rssIdle.toFixed(1)} / ${rssCacheFull.toFixed(1)} / ${rssParked.toFixed(1)} MB`);
+  log(`   heap after a full GC ${heapIdle.toFixed(1)} / ${heapCacheFull.toFixed(1)} / ${heapParked.toFixed(1)} MB   goal: the 900 evicted cost nothing`);
   // The parked runs stay parked: the in-memory server goes away with the bench.
   await parkedWorker.kill();
 

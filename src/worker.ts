@@ -6,7 +6,7 @@ import { NativeConnection, Worker, WorkerOptions, bundleWorkflowCode } from '@te
 import { RESERVED_ACTIVITY_NAMES, createActivities } from '../activities';
 import type { SubagentDelegate, SubagentHostedProvider } from '../activities/provider';
 import { RunContextCache } from '../activities/run-context-cache';
-import { runContextQuery } from '../workflows/subagent-run';
+import { pendingMessagesQuery, runContextQuery } from '../workflows/subagent-run';
 import { DEFAULT_MAX_PAYLOAD_BYTES, defaultTaskQueue } from './constants';
 import { SubagentDepthError, SubagentError } from './errors';
 import { TemporalSubagentService } from './service';
@@ -85,6 +85,7 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
     providers,
     delegate: delegateThrough(subagents),
     fetchRunContext: (runId) => client.workflow.getHandle(runId).query(runContextQuery),
+    fetchPendingMessages: (runId) => client.workflow.getHandle(runId).query(pendingMessagesQuery),
     cache: new RunContextCache(options.contextCacheSize),
     heartbeatIntervalMs: options.heartbeatIntervalMs,
     cancelGraceMs: options.cancelGraceMs,

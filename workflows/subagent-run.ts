@@ -21,6 +21,7 @@ import {
 } from '@temporalio/workflow';
 import type {
   ContentBlock,
+  JsonValue,
   ResolvedSubagentRequest,
   RunContextSnapshot,
   SubagentResult,
@@ -73,6 +74,7 @@ export interface SubagentRunCarry {
   /** User messages for the next turn: undelivered steering, then the resume content. */
   pending: ContentBlock[][];
   usage: SubagentUsage;
+  providerState?: JsonValue;
   droppedMessages: number;
   /** Runs this run's turns started (nested delegations); cancelled with it. */
   children: string[];
@@ -146,6 +148,8 @@ export const disposeUpdate = defineUpdate<{ disposed: boolean }, [{ segment: num
 export const statusQuery = defineQuery<SubagentRunStatus>('status');
 /** What a worker that lacks the conversation in its cache fetches; writes nothing to history. */
 export const runContextQuery = defineQuery<RunContextSnapshot>('runContext');
+/** The messages waiting for the child, for a provider that takes them mid-turn (ACP). */
+export const pendingMessagesQuery = defineQuery<ContentBlock[][]>('pendingMessages');
 
 export async function subagentRunWorkflow(input: SubagentRunInput): Promise<SubagentRunOutcome> {
   const { settings, request, carried } = input;
@@ -159,6 +163,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     pending: carried?.pending ?? [request.prompt],
     turn: carried?.turn ?? 0,
     usage: carried?.usage ?? { promptTokens: 0, completionTokens: 0 },
+    ...(carried?.providerState === undefined ? {} : { providerState: carried.providerState }),
   };
   let droppedMessages = carried?.droppedMessages ?? 0;
   const children = new Set(carried?.children ?? []);
@@ -256,6 +261,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   }));
 
   setHandler(runContextQuery, () => ({ request, entries: state.transcript }));
+  setHandler(pendingMessagesQuery, () => state.pending);
 
   /** The size the carried state would have as a payload; over the limit it cannot continue as new. */
   const carryBytes = (next: SubagentRunCarry) => new TextEncoder().encode(JSON.stringify({ ...input, carried: next })).length;
@@ -284,6 +290,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     transcript: state.transcript,
     pending,
     usage: state.usage,
+    ...(state.providerState === undefined ? {} : { providerState: state.providerState }),
     droppedMessages,
     children: [...children],
     ...(midSegment ? { midSegment } : {}),

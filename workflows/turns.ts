@@ -6,6 +6,7 @@ import { ActivityOptions, isCancellation, proxyActivities } from '@temporalio/wo
 import type { createActivities } from '../activities';
 import type {
   ContentBlock,
+  JsonValue,
   ModelCallResult,
   ModelToolCall,
   ResolvedSubagentRequest,
@@ -28,6 +29,8 @@ export interface RunState {
   /** Turns begun over the child's life. */
   turn: number;
   usage: SubagentUsage;
+  /** What the provider's last turn left for its next (turn-based providers). */
+  providerState?: JsonValue;
 }
 
 export type TurnRunner = (turnInput: ContentBlock[][]) => Promise<SubagentTurnResult>;
@@ -64,9 +67,13 @@ export function turnRunner(
         input: turnInput,
         transcript: transcriptRef,
         request: turn === 0 ? state.request : undefined,
+        ...(state.providerState === undefined ? {} : { providerState: state.providerState }),
       });
+      // Messages the provider took mid-turn came after the turn's input, before its answer.
+      state.transcript.push(...state.pending.splice(0, result.consumedMessages).map(userEntry));
       state.transcript.push({ kind: 'assistant', id: result.outputId, content: result.output, stopReason: result.stopReason });
-      const { outputId: _, ...turnResult } = result;
+      if (result.providerState !== undefined) state.providerState = result.providerState;
+      const { outputId: _, consumedMessages: __, ...turnResult } = result;
       return turnResult;
     } catch (err) {
       if (isCancellation(err)) throw err;
