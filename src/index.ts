@@ -44,6 +44,7 @@ export {
   type SubagentToolParameters,
 } from './tool';
 export { runOpenAIToolCall, toAiSdkTool, toOpenAITool } from './tool-adapters';
+export { ACP_STOP_REASONS, createAcpProvider, type AcpProviderOptions } from './providers/acp';
 export {
   createForkProvider,
   createSpawnProvider,

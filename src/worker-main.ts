@@ -1,11 +1,13 @@
 // `node dist/src/worker-main.js`: a standalone worker process, as the Docker image runs it.
 // Connects to TEMPORAL_ADDRESS (or starts the embedded server when unset) and hosts the
 // providers named in SUBAGENT_PROVIDERS (comma-separated; default: spawn,fork, which read
-// OPENAI_BASE_URL, OPENAI_API_KEY and SUBAGENT_MODEL). Stops on SIGTERM.
+// OPENAI_BASE_URL, OPENAI_API_KEY and SUBAGENT_MODEL; acp runs SUBAGENT_ACP_COMMAND, e.g.
+// "npx @zed-industries/claude-code-acp"). Stops on SIGTERM.
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import type { SubagentHostedProvider } from '../activities/provider';
 import { connectTemporal } from './config';
 import { SubagentError } from './errors';
+import { createAcpProvider } from './providers/acp';
 import { createForkProvider, createSpawnProvider } from './providers/llm';
 import { createScriptedProvider } from './providers/scripted';
 import { createSubagentWorker } from './worker';
@@ -14,6 +16,11 @@ const AVAILABLE: Record<string, () => SubagentHostedProvider> = {
   spawn: () => createSpawnProvider(),
   fork: () => createForkProvider(),
   scripted: () => createScriptedProvider(),
+  acp: () => {
+    const [command, ...args] = (process.env.SUBAGENT_ACP_COMMAND ?? '').split(/\s+/).filter(Boolean);
+    if (!command) throw new SubagentError('SUBAGENT_PROVIDERS names acp, so SUBAGENT_ACP_COMMAND must give its command line', 'INVALID_CONFIG');
+    return createAcpProvider({ command, args, resumable: process.env.SUBAGENT_ACP_RESUMABLE === 'true' });
+  },
 };
 
 async function main(): Promise<void> {

@@ -1,0 +1,313 @@
+// `acp`: any Agent Client Protocol agent (Zed's, Gemini CLI, the Claude Code and Codex adapters)
+// as a durable child. Each turn runs the agent as a child process of the worker and drives it
+// over stdio with the official SDK: initialize, session/new (or session/load to continue), then
+// prompts. Messages sent meanwhile become the next prompt at the turn boundary. The process never
+// outlives the turn: it is stopped on every path (EOF, then SIGTERM, then SIGKILL).
+import { ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, relative } from 'node:path';
+import { Readable, Transform, Writable } from 'node:stream';
+import type * as Acp from '@agentclientprotocol/sdk';
+import type { ContentBlock, SubagentPermissionDecision, SubagentStopReason, SubagentTurnResult } from '../../activities/contracts';
+import { resolveInside } from '../../activities/file-tools';
+import type { SubagentRunSettings, SubagentTurnContext, SubagentTurnProvider } from '../../activities/provider';
+
+export interface AcpProviderOptions {
+  /** Default `acp`. */
+  name?: string;
+  /** The agent's command line, e.g. `npx` with `['@zed-industries/claude-code-acp']`. */
+  command: string;
+  args?: string[];
+  /** The agent's environment: only PATH and HOME of the worker's are passed on, plus these. */
+  env?: Record<string, string>;
+  /** Working directory when the parent has none; the parent's cwd wins. Must be absolute. */
+  cwd?: string;
+  /** Whether runs offer `resume`: only for agents that advertise `loadSession`. Default false. */
+  resumable?: boolean;
+  /**
+   * Answers to the agent's permission requests: tool kinds (`read`, `edit`, `delete`, `move`,
+   * `search`, `execute`, `think`, `fetch`, `other`) to allow; everything else is rejected.
+   */
+  allowToolKinds?: string[];
+  /** Offer the agent file reading and writing, confined to the run's cwd. Default off. */
+  fileSystem?: { read?: boolean; write?: boolean };
+  /** How long the agent may take to answer `initialize`. Default 30 s. */
+  initializeTimeoutMs?: number;
+  /** After a cancel, how long the agent may take to stop before SIGTERM, and SIGTERM before SIGKILL. Default 2 s. */
+  killGraceMs?: number;
+  taskQueue?: string;
+  runSettings?: SubagentRunSettings;
+}
+
+/** ACP stop reasons onto the seam's; anything else is a failure. */
+export const ACP_STOP_REASONS: ReadonlyMap<string, SubagentStopReason> = new Map<string, SubagentStopReason>([
+  ['end_turn', 'completed'],
+  ['cancelled', 'aborted'],
+  ['max_tokens', 'max-tokens'],
+  ['max_turn_requests', 'max-tokens'],
+  ['refusal', 'refusal'],
+]);
+
+interface AcpSessionState {
+  sessionId: string;
+}
+
+export function createAcpProvider(options: AcpProviderOptions): SubagentTurnProvider {
+  return {
+    name: options.name ?? 'acp',
+    capabilities: { outputSchema: false, depthLimit: false, toolFilter: false },
+    inheritsParentContext: false,
+    steering: true,
+    resumable: options.resumable ?? false,
+    ...(options.taskQueue === undefined ? {} : { taskQueue: options.taskQueue }),
+    ...(options.runSettings === undefined ? {} : { runSettings: options.runSettings }),
+    runTurn: (input, ctx) => acpTurn(options, input, ctx),
+  };
+}
+
+async function acpTurn(options: AcpProviderOptions, input: ContentBlock[][], ctx: SubagentTurnContext): Promise<SubagentTurnResult> {
+  const cwd = ctx.request.parent.cwd ?? options.cwd;
+  if (!cwd || !isAbsolute(cwd)) {
+    return failed(`the acp provider needs an absolute working directory (the parent's session cwd or the provider's cwd); got ${cwd ?? 'none'}`);
+  }
+  // A retried turn (its worker died) and a resumed segment continue the session they had.
+  const previous = ((ctx.lastHeartbeat ?? ctx.providerState) as AcpSessionState | undefined)?.sessionId;
+  const agent = await AgentProcess.start(options, cwd);
+  const onAbort = () => agent.cancel();
+  ctx.signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    const init = (await agent.within(options.initializeTimeoutMs ?? 30_000, 'answer initialize', () =>
+      agent.request('initialize', {
+        protocolVersion: agent.acp.PROTOCOL_VERSION,
+        clientCapabilities: {
+          fs: { readTextFile: options.fileSystem?.read ?? false, writeTextFile: options.fileSystem?.write ?? false },
+          terminal: false,
+        },
+        clientInfo: { name: 'durable-subagents', version: '0.1.0' },
+      }),
+    )) as Acp.InitializeResponse;
+    const canLoad = init.agentCapabilities?.loadSession === true;
+    if (previous && !canLoad && ctx.turn > 0 && ctx.attempt === 1) {
+      return failed('NOT_RESUMABLE: the ACP agent cannot resume its session: it does not advertise loadSession');
+    }
+    let sessionId: string;
+    if (previous && canLoad) {
+      await agent.request('session/load', { sessionId: previous, cwd, mcpServers: [] });
+      sessionId = previous;
+    } else {
+      sessionId = ((await agent.request('session/new', { cwd, mcpServers: [] })) as Acp.NewSessionResponse).sessionId;
+    }
+    agent.sessionId = sessionId;
+    ctx.heartbeat({ sessionId } satisfies AcpSessionState);
+
+    let prompt = input;
+    let output = '';
+    let stopReason: SubagentStopReason;
+    for (;;) {
+      const response = (await agent.prompt(sessionId, prompt)) as Acp.PromptResponse & { text: string };
+      output = response.text;
+      stopReason = ACP_STOP_REASONS.get(response.stopReason) ?? 'error';
+      if (stopReason !== 'completed' || ctx.signal.aborted) break;
+      // Steering between prompts: what arrived during this one is the next prompt.
+      const more = await ctx.takeMessages();
+      if (more.length === 0) break;
+      prompt = more;
+    }
+    const unknownStop = stopReason === 'error' ? `the ACP agent ended its turn with stopReason "${agent.lastStopReason}"` : undefined;
+    return {
+      output: output ? [{ type: 'text', text: output }] : [],
+      stopReason,
+      providerState: { sessionId },
+      ...(agent.permissions.length > 0 ? { permissions: agent.permissions } : {}),
+      ...withDiagnostic(unknownStop, agent.malformedOutput()),
+    };
+  } catch (err) {
+    if (ctx.signal.aborted) throw err;
+    const ended = await agent.exited(500);
+    return {
+      ...failed(`${(err as Error).message}${ended}${agent.stderrTail()}`),
+      ...(agent.permissions.length > 0 ? { permissions: agent.permissions } : {}),
+    };
+  } finally {
+    ctx.signal.removeEventListener('abort', onAbort);
+    await agent.stop();
+  }
+}
+
+/** One agent process and its ACP connection, with the client side's handlers. */
+class AgentProcess {
+  readonly permissions: SubagentPermissionDecision[] = [];
+  /** The session the turn prompts, once created or loaded. */
+  sessionId: string | undefined;
+  lastStopReason = '';
+  private stderr = '';
+  private badLines: string[] = [];
+  private chunks: string[] = [];
+  private connection!: Acp.ClientConnection;
+  private stopping: Promise<void> | undefined;
+  private readonly exit: Promise<{ code: number | null; signal: string | null }>;
+
+  private constructor(
+    readonly acp: typeof Acp,
+    private readonly child: ChildProcessWithoutNullStreams,
+    private readonly options: AcpProviderOptions,
+    private readonly cwd: string,
+  ) {
+    this.exit = new Promise((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (this.stderr = (this.stderr + chunk).slice(-2000)));
+  }
+
+  /** Spawns the agent and connects to it; a command that cannot run fails the first request. */
+  static async start(options: AcpProviderOptions, cwd: string): Promise<AgentProcess> {
+    // The SDK is ESM-only; loaded on first use, so processes that never run an ACP turn never load it.
+    const acp = await import('@agentclientprotocol/sdk');
+    const child = spawn(options.command, options.args ?? [], {
+      cwd,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const agent = new AgentProcess(acp, child, options, cwd);
+    agent.connect();
+    return agent;
+  }
+
+  private connect(): void {
+    const { acp, child } = this;
+    const spawnFailed = new Promise<never>((_, reject) => child.once('error', reject));
+    spawnFailed.catch(() => undefined);
+    // Lines that are not JSON-RPC are noted (and skipped by the SDK) rather than lost silently.
+    const tap = new Transform({
+      transform: (chunk: Buffer, _encoding, done) => {
+        for (const line of chunk.toString('utf8').split('\n')) {
+          const trimmed = line.trim();
+          if (trimmed && !trimmed.startsWith('{') && this.badLines.length < 3) this.badLines.push(trimmed.slice(0, 200));
+        }
+        done(null, chunk);
+      },
+    });
+    const app = acp
+      .client({ name: 'durable-subagents' })
+      .onNotification(acp.methods.client.session.update, ({ params }) => {
+        const { update } = params;
+        if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text') this.chunks.push(update.content.text);
+      })
+      .onRequest(acp.methods.client.session.requestPermission, ({ params }) => this.decide(params))
+      .onRequest(acp.methods.client.fs.readTextFile, async ({ params }) => {
+        if (!this.options.fileSystem?.read) throw acp.RequestError.methodNotFound('fs/read_text_file');
+        const text = await readFile(await this.confined(params.path), 'utf8');
+        const lines = text.split('\n');
+        const start = (params.line ?? 1) - 1;
+        return { content: lines.slice(start, params.limit ? start + params.limit : undefined).join('\n') };
+      })
+      .onRequest(acp.methods.client.fs.writeTextFile, async ({ params }) => {
+        if (!this.options.fileSystem?.write) throw acp.RequestError.methodNotFound('fs/write_text_file');
+        const dir = await this.confined(dirname(params.path));
+        await mkdir(dir, { recursive: true });
+        await writeFile(join(dir, basename(params.path)), params.content);
+        return {};
+      });
+    const stdout = child.stdout.pipe(tap);
+    this.connection = app.connect(
+      acp.ndJsonStream(Writable.toWeb(child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(stdout) as ReadableStream<Uint8Array>),
+    );
+    void spawnFailed.catch((err: Error) => this.connection.close(err));
+  }
+
+  request(method: string, params: unknown): Promise<unknown> {
+    return this.connection.agent.request(method, params);
+  }
+
+  /** One prompt: its text chunks and its stop reason. */
+  async prompt(sessionId: string, messages: ContentBlock[][]): Promise<{ stopReason: string; text: string }> {
+    this.chunks = [];
+    const blocks = messages.flat().flatMap((block) => (block.type === 'text' ? [{ type: 'text' as const, text: block.text }] : []));
+    const response = (await this.request('session/prompt', { sessionId, prompt: blocks })) as Acp.PromptResponse;
+    this.lastStopReason = response.stopReason;
+    return { stopReason: response.stopReason, text: this.chunks.join('') };
+  }
+
+  /** `op`, or a failure naming what the agent did not do within `ms`. */
+  async within<T>(ms: number, what: string, op: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the ACP agent did not ${what} within ${ms} ms`)), ms);
+    });
+    try {
+      return await Promise.race([op(), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** session/cancel, then the process is stopped if it has not finished the turn by then. */
+  cancel(): void {
+    if (this.sessionId) void this.connection.agent.notify('session/cancel', { sessionId: this.sessionId }).catch(() => undefined);
+    setTimeout(() => void this.stop(), this.options.killGraceMs ?? 2000).unref();
+  }
+
+  /** EOF on stdin, then SIGTERM, then SIGKILL, each after the grace; resolves once it has exited. Idempotent. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      const grace = this.options.killGraceMs ?? 2000;
+      this.connection.close();
+      this.child.stdin.end();
+      if (await this.exitedWithin(grace)) return;
+      this.child.kill('SIGTERM');
+      if (await this.exitedWithin(grace)) return;
+      this.child.kill('SIGKILL');
+      await this.exit;
+    })();
+    return this.stopping;
+  }
+
+  /** A sentence on how the process ended, if it did within `ms`. */
+  async exited(ms: number): Promise<string> {
+    const ended = await Promise.race([this.exit, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), ms))]);
+    if (!ended) return '';
+    return ended.signal ? ` (the agent was killed by ${ended.signal})` : ` (the agent exited with code ${ended.code})`;
+  }
+
+  stderrTail(): string {
+    const tail = this.stderr.trim();
+    return tail ? `; stderr: ${tail.slice(-1000)}` : '';
+  }
+
+  malformedOutput(): string | undefined {
+    return this.badLines.length > 0 ? `the ACP agent wrote output that is not JSON-RPC, ignored: ${this.badLines.map((line) => JSON.stringify(line)).join(', ')}` : undefined;
+  }
+
+  private async exitedWithin(ms: number): Promise<boolean> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return true;
+    return Promise.race([this.exit.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms))]);
+  }
+
+  /** A path the agent named, as a real path inside the run's cwd; anything else is refused. */
+  private async confined(path: string): Promise<string> {
+    if (!isAbsolute(path)) throw this.acp.RequestError.invalidParams({ path }, 'ACP paths must be absolute');
+    return resolveInside(this.cwd, relative(this.cwd, path) || '.');
+  }
+
+  /** The configured policy's answer to a permission request, recorded for audit. */
+  private decide(params: Acp.RequestPermissionRequest): Acp.RequestPermissionResponse {
+    const kind = params.toolCall.kind ?? undefined;
+    const allowed = kind !== undefined && (this.options.allowToolKinds ?? []).includes(kind);
+    const wanted = allowed ? ['allow_once', 'allow_always'] : ['reject_once', 'reject_always'];
+    const option = wanted.map((k) => params.options.find((candidate) => candidate.kind === k)).find(Boolean);
+    this.permissions.push({
+      toolCall: params.toolCall.title ?? params.toolCall.toolCallId,
+      ...(kind === undefined ? {} : { kind }),
+      decision: allowed && option ? 'allowed' : 'rejected',
+      ...(option ? { optionId: option.optionId } : {}),
+    });
+    return option ? { outcome: { outcome: 'selected', optionId: option.optionId } } : { outcome: { outcome: 'cancelled' } };
+  }
+}
+
+function failed(diagnostic: string): SubagentTurnResult {
+  return { output: [], stopReason: 'error', diagnostic };
+}
+
+function withDiagnostic(...notes: (string | undefined)[]): { diagnostic?: string } {
+  const present = notes.filter((note): note is string => note !== undefined);
+  return present.length > 0 ? { diagnostic: present.join('; ') } : {};
+}
