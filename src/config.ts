@@ -6,7 +6,10 @@ import { resolve } from 'node:path';
 import { Client } from '@temporalio/client';
 import { NativeConnection, TLSConfig } from '@temporalio/worker';
 import { DevServer, DevServerOptions, startDevServer } from './dev-server';
+import type { DataConverter } from '@temporalio/common';
+import { codecFromEnv } from './codec';
 import { SubagentError } from './errors';
+import { ensureSearchAttributes } from './search-attributes';
 
 export interface TemporalConnectionSettings {
   address: string;
@@ -59,6 +62,8 @@ export interface TemporalEnvironment {
   readonly client: Client;
   /** Set when the embedded dev server was started. */
   readonly devServer?: DevServer;
+  /** Encryption from SUBAGENT_ENCRYPTION_KEYS, already on `client`; give it to workers too. */
+  readonly dataConverter?: DataConverter;
   /** Closes the connection and stops the embedded server, if any. */
   close(): Promise<void>;
 }
@@ -91,12 +96,17 @@ export async function connectTemporal(options: ConnectTemporalOptions = {}): Pro
       cause: err,
     });
   }
+  // A database file made before the runs' search attributes existed lacks them: add them.
+  if (devServer) await ensureSearchAttributes(connection, namespace);
+  const codec = codecFromEnv(options.env);
+  const dataConverter: DataConverter | undefined = codec ? { payloadCodecs: [codec] } : undefined;
   return {
     address,
     namespace,
     connection,
-    client: new Client({ connection, namespace }),
+    client: new Client({ connection, namespace, ...(dataConverter ? { dataConverter } : {}) }),
     devServer,
+    ...(dataConverter ? { dataConverter } : {}),
     async close() {
       await connection.close();
       await devServer?.stop();

@@ -5,6 +5,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { Connection } from '@temporalio/client';
+import { SUBAGENT_SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { TEMPORAL_CLI_VERSION, TEMPORAL_TEST_SERVER_VERSION } from './constants';
 import { SubagentError } from './errors';
 
@@ -19,7 +20,7 @@ export interface DevServerOptions {
   readonly namespace?: string;
   /** More namespaces to create at launch. */
   readonly extraNamespaces?: readonly string[];
-  /** Search attributes registered before the server serves, e.g. `{ SubagentProvider: 'Keyword' }`. */
+  /** More search attributes to register (the runs' own always are), e.g. `{ Team: 'Keyword' }`. */
   readonly searchAttributes?: Readonly<Record<string, string>>;
   /** `--dynamic-config-value` entries; values are JSON-encoded. */
   readonly dynamicConfig?: Readonly<Record<string, unknown>>;
@@ -66,7 +67,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   }
   if (options.uiPort === undefined) args.push('--headless');
   else args.push('--ui-ip', ip, '--ui-port', String(options.uiPort));
-  for (const [name, type] of Object.entries(options.searchAttributes ?? {})) {
+  for (const [name, type] of Object.entries({ ...SUBAGENT_SEARCH_ATTRIBUTES, ...options.searchAttributes })) {
     args.push('--search-attribute', `${name}=${type}`);
   }
   for (const [key, value] of Object.entries({ ...DEFAULT_DYNAMIC_CONFIG, ...options.dynamicConfig })) {

@@ -37,7 +37,12 @@ async function main(): Promise<void> {
   }
 
   const spawn = createSpawnProvider({ endpoint });
-  const worker = await createSubagentWorker({ connection: temporal.connection, namespace: temporal.namespace, providers: [spawn] });
+  const worker = await createSubagentWorker({
+    connection: temporal.connection,
+    namespace: temporal.namespace,
+    providers: [spawn],
+    ...(temporal.dataConverter ? { dataConverter: temporal.dataConverter } : {}),
+  });
   const service = new TemporalSubagentService({ client: temporal.client });
   service.registerProvider(spawn);
   service.on('subagent/start', ({ id, segment }) => step(`subagent/start ${id} segment ${segment}`));

@@ -2,10 +2,12 @@
 // request synchronously, before anything durable exists, then starts or attaches run workflows.
 import { createHash, randomUUID } from 'node:crypto';
 import { Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type { SearchAttributePair } from '@temporalio/common';
 import { NativeConnection } from '@temporalio/worker';
 import type { SubagentProviderDescriptor, SubagentRunSettings } from '../activities/provider';
 import type { ResolvedRunSettings, SubagentRunInput } from '../workflows/subagent-run';
 import { subagentRunWorkflow } from '../workflows/subagent-run';
+import { DEPTH_ATTRIBUTE, PARENT_RUN_ATTRIBUTE, PROVIDER_ATTRIBUTE, STATUS_ATTRIBUTE } from '../workflows/search-attributes';
 import {
   DEFAULT_MAX_PAYLOAD_BYTES,
   DEFAULT_RECONNECT_WINDOW_MS,
@@ -16,7 +18,8 @@ import {
 import { SubagentError } from './errors';
 import { SubagentEventListener, SubagentEventName, SubagentEvents } from './events';
 import { RunHandle, RunHandleContext, withinDeadline } from './run-handle';
-import { assertPayloadWithin, isPlainObject, resolveStartRequest } from './request';
+import { canonicalJson } from './json';
+import { assertPayloadWithin, resolveStartRequest } from './request';
 import { resolveRunSettings } from './settings';
 import type { SubagentLogger, SubagentProvider, SubagentRun, SubagentStartRequest } from './types';
 
@@ -35,6 +38,8 @@ export interface TemporalSubagentServiceOptions {
    * rejects with `UNAVAILABLE`. Default 10 minutes.
    */
   reconnectWindowMs?: number;
+  /** Keep the runs' search attributes (provider, parent, depth, status, stop reason). Default true. */
+  searchAttributes?: boolean;
   /** Largest request, message or resume content accepted; default just under Temporal's 2 MiB. */
   maxPayloadBytes?: number;
   logger?: SubagentLogger;
@@ -56,6 +61,7 @@ export class TemporalSubagentService {
   private readonly providers = new Map<string, RegisteredProvider>();
   private readonly events: SubagentEvents;
   private readonly context: RunHandleContext;
+  private indexing: boolean;
 
   constructor(private readonly options: TemporalSubagentServiceOptions) {
     const logger = options.logger ?? { warn: (message: string) => console.warn(message) };
@@ -69,6 +75,7 @@ export class TemporalSubagentService {
       reconnectWindowMs: options.reconnectWindowMs ?? DEFAULT_RECONNECT_WINDOW_MS,
     };
     resolveRunSettings(this.context.maxPayloadBytes, options.runSettings); // fail at construction, not at the first start
+    this.indexing = options.searchAttributes ?? true;
   }
 
   /**
@@ -160,6 +167,14 @@ export class TemporalSubagentService {
     const runId = `${RUN_ID_PREFIX}${name}:${key === undefined ? randomUUID() : `key-${sha256(key)}`}`;
     const workflow = this.options.client.workflow;
     const context = this.context;
+    const attributes: SearchAttributePair[] = [
+      { key: PROVIDER_ATTRIBUTE, value: name },
+      { key: DEPTH_ATTRIBUTE, value: input.request.depth },
+      { key: STATUS_ATTRIBUTE, value: 'running' },
+      ...(input.request.parent.runId === undefined ? [] : [{ key: PARENT_RUN_ATTRIBUTE, value: input.request.parent.runId }]),
+    ];
+    const indexed = <T>(start: (extra: { typedSearchAttributes?: SearchAttributePair[] }) => Promise<T>) =>
+      this.indexedStart(attributes, start);
     const startOptions = (abortedAtStart: boolean) => ({
       workflowId: runId,
       taskQueue: provider.taskQueue,
@@ -181,8 +196,15 @@ export class TemporalSubagentService {
     const eager = this.options.client.connection instanceof NativeConnection;
 
     async function startFresh(abortedAtStart: boolean): Promise<void> {
-      await withinDeadline(context, () =>
-        workflow.start(subagentRunWorkflow, { ...startOptions(abortedAtStart), workflowIdConflictPolicy: 'FAIL', requestEagerStart: eager }),
+      await indexed((extra) =>
+        withinDeadline(context, () =>
+          workflow.start(subagentRunWorkflow, {
+            ...startOptions(abortedAtStart),
+            ...extra,
+            workflowIdConflictPolicy: 'FAIL',
+            requestEagerStart: eager,
+          }),
+        ),
       );
     }
 
@@ -190,13 +212,16 @@ export class TemporalSubagentService {
     async function startKeyed(abortedAtStart: boolean): Promise<void> {
       const fingerprint = sha256(canonicalJson({ provider: name, request: input.request }));
       try {
-        await withinDeadline(context, () =>
-          workflow.start(subagentRunWorkflow, {
-            ...startOptions(abortedAtStart),
-            // Joins the run its key already started, running or closed.
-            workflowIdConflictPolicy: 'USE_EXISTING',
-            memo: { requestFingerprint: fingerprint },
-          }),
+        await indexed((extra) =>
+          withinDeadline(context, () =>
+            workflow.start(subagentRunWorkflow, {
+              ...startOptions(abortedAtStart),
+              ...extra,
+              // Joins the run its key already started, running or closed.
+              workflowIdConflictPolicy: 'USE_EXISTING',
+              memo: { requestFingerprint: fingerprint },
+            }),
+          ),
         );
       } catch (err) {
         // The key's run has closed: this start is that run, as it ended.
@@ -218,6 +243,28 @@ export class TemporalSubagentService {
       handle.run.result.finally(() => signal.removeEventListener('abort', onAbort)).catch(() => undefined);
     }
     return handle.run;
+  }
+
+  /**
+   * Starts with the runs' search attributes while the server knows them. A server that does not
+   * (a cluster where `subagents setup` never ran) refuses the start; then this service warns once
+   * and starts runs without them, which the workflow notices and keeps none up to date.
+   */
+  private async indexedStart<T>(
+    attributes: SearchAttributePair[],
+    start: (extra: { typedSearchAttributes?: SearchAttributePair[] }) => Promise<T>,
+  ): Promise<T> {
+    if (!this.indexing) return start({});
+    try {
+      return await start({ typedSearchAttributes: attributes });
+    } catch (err) {
+      if (!/search attribute/i.test((err as Error).message ?? '')) throw err;
+      this.indexing = false;
+      this.context.logger.warn(
+        `subagent: the Temporal namespace does not know the subagent search attributes, so runs start without them (\`subagents setup\` registers them): ${(err as Error).message}`,
+      );
+      return start({});
+    }
   }
 
   /**
@@ -252,16 +299,4 @@ function idempotencyKeyOf(request: SubagentStartRequest): string | undefined {
 
 function sha256(value: string): string {
   return createHash('sha256').update(value).digest('hex').slice(0, 40);
-}
-
-/** JSON with object keys sorted, so equal requests have one fingerprint whatever their key order. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (isPlainObject(value)) {
-    return `{${Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value);
 }

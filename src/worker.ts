@@ -2,6 +2,7 @@
 // task queue, all sharing one prebuilt workflow bundle; a provider's runs (workflow and turn
 // activities) live on its queue, so a fleet serves a provider wherever its queue is polled.
 import { Client } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, Worker, WorkerOptions, bundleWorkflowCode } from '@temporalio/worker';
 import { RESERVED_ACTIVITY_NAMES, createActivities } from '../activities';
 import type { SubagentDelegate, SubagentHostedProvider } from '../activities/provider';
@@ -31,6 +32,8 @@ export interface SubagentWorkerOptions {
    * worker's connection with the hosted providers registered.
    */
   subagents?: TemporalSubagentService;
+  /** Payload codecs (encryption) for the workers and the worker's own client; the callers' must match. */
+  dataConverter?: DataConverter;
   /** Passed to every Temporal worker (concurrency, cache size, tuner...). */
   workerOptions?: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities' | 'workflowBundle' | 'workflowsPath'>>;
 }
@@ -75,7 +78,11 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
   if (providers.size === 0) throw new SubagentError('a subagent worker needs at least one provider', 'INVALID_CONFIG');
 
   const namespace = options.namespace ?? 'default';
-  const client = new Client({ connection: options.connection, namespace });
+  const client = new Client({
+    connection: options.connection,
+    namespace,
+    ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
+  });
   let subagents = options.subagents;
   if (!subagents) {
     subagents = new TemporalSubagentService({ client });
@@ -110,6 +117,7 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
         ...(options.identity === undefined ? {} : { identity: options.identity }),
         workflowBundle,
         activities,
+        ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
       }),
     ),
   );

@@ -51,6 +51,9 @@ it('gives each nested run depth + 1 and a link to the run that delegated it', as
   expect(child).toMatchObject({ depth: 2, parentRunId: run.id, children: [expect.any(String)] });
   const grandchild = await status(child.children[0]!);
   expect(grandchild).toMatchObject({ depth: 3, parentRunId: parent.children[0] });
+  // The link and the depth are search attributes too: the Web UI and `subagents list` filter on them.
+  const { searchAttributes } = await temporal.client.workflow.getHandle(child.children[0]!).describe();
+  expect(searchAttributes).toMatchObject({ SubagentParentRunId: [parent.children[0]], SubagentDepth: [3], SubagentProvider: [name] });
 });
 
 it('holds maxDepth across the process boundary: a nested run inherits the cap of the run above', async () => {

@@ -17,6 +17,7 @@ import {
   isCancellation,
   makeContinueAsNewFunc,
   setHandler,
+  upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type {
@@ -29,6 +30,7 @@ import type {
   SubagentUsage,
   TranscriptEntry,
 } from '../activities/contracts';
+import { PROVIDER_ATTRIBUTE, STATUS_ATTRIBUTE, STOP_REASON_ATTRIBUTE } from './search-attributes';
 import { RunState, turnRunner } from './turns';
 
 /** Run settings with every default resolved by the facade; durations in milliseconds. */
@@ -173,6 +175,8 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   let disposeRequested = false;
   let continuing = false;
   const segmentScope = new CancellationScope();
+  // Search attributes are kept only when the caller set them at start (the server knows them).
+  const indexed = workflowInfo().typedSearchAttributes.get(PROVIDER_ATTRIBUTE) !== undefined;
 
   const activityOptions: ActivityOptions = {
     startToCloseTimeout: settings.turnStartToCloseMs,
@@ -279,8 +283,12 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   async function continueWith(next: SubagentRunCarry, abortedAtStart?: boolean): Promise<never> {
     continuing = true;
     await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
-    // The memo (the request's fingerprint for idempotent starts) stays with the run.
-    const continueAsNew = makeContinueAsNewFunc<typeof subagentRunWorkflow>({ memo: workflowInfo().memo });
+    // The memo (the request's fingerprint for idempotent starts) and search attributes stay with the run.
+    if (indexed) upsertSearchAttributes([{ key: STATUS_ATTRIBUTE, value: 'running' }]);
+    const continueAsNew = makeContinueAsNewFunc<typeof subagentRunWorkflow>({
+      memo: workflowInfo().memo,
+      typedSearchAttributes: workflowInfo().typedSearchAttributes,
+    });
     return continueAsNew({ ...input, abortedAtStart, carried: next });
   }
 
@@ -363,6 +371,12 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   const usage = input.driver === 'agent-loop' ? { usage: state.usage } : {};
   outcome = { segment, result, ...usage, ...(parks ? { resumableUntil: Date.now() + settings.resumeWindowMs } : {}) };
 
+  if (indexed) {
+    upsertSearchAttributes([
+      { key: STATUS_ATTRIBUTE, value: parks ? 'parked' : 'closed' },
+      { key: STOP_REASON_ATTRIBUTE, value: result.stopReason },
+    ]);
+  }
   if (parks) {
     phase = 'parked';
     try {
@@ -386,6 +400,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   }
 
   phase = 'closing';
+  if (indexed && parks) upsertSearchAttributes([{ key: STATUS_ATTRIBUTE, value: 'closed' }]);
   await CancellationScope.nonCancellable(async () => {
     if (closedBy === 'cancelled' || closedBy === 'disposed') await cancelChildren();
     await condition(allHandlersFinished);

@@ -1,0 +1,21 @@
+// The search attributes a run keeps up to date, so `subagents list` and the Temporal Web UI can
+// filter runs: provider, parent run, depth, status and stop reason. Never encrypted: they hold no
+// prompt or output text.
+import { defineSearchAttributeKey } from '@temporalio/common';
+
+export const PROVIDER_ATTRIBUTE = defineSearchAttributeKey('SubagentProvider', 'KEYWORD');
+export const PARENT_RUN_ATTRIBUTE = defineSearchAttributeKey('SubagentParentRunId', 'KEYWORD');
+export const DEPTH_ATTRIBUTE = defineSearchAttributeKey('SubagentDepth', 'INT');
+/** `running`, `parked` (settled, resumable) or `closed`. */
+export const STATUS_ATTRIBUTE = defineSearchAttributeKey('SubagentStatus', 'KEYWORD');
+/** The latest segment's stop reason, once it settled. */
+export const STOP_REASON_ATTRIBUTE = defineSearchAttributeKey('SubagentStopReason', 'KEYWORD');
+
+/** Name → type, as `temporal server start-dev --search-attribute` and the operator API take them. */
+export const SUBAGENT_SEARCH_ATTRIBUTES: Readonly<Record<string, 'Keyword' | 'Int'>> = {
+  SubagentProvider: 'Keyword',
+  SubagentParentRunId: 'Keyword',
+  SubagentDepth: 'Int',
+  SubagentStatus: 'Keyword',
+  SubagentStopReason: 'Keyword',
+};
