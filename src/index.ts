@@ -45,6 +45,20 @@ export {
 } from './tool';
 export { runOpenAIToolCall, toAiSdkTool, toOpenAITool } from './tool-adapters';
 export { ACP_STOP_REASONS, createAcpProvider, type AcpProviderOptions } from './providers/acp';
+export { builtinProvider, providersFromEnv, BUILTIN_PROVIDERS } from './providers/from-env';
+export { AesGcmPayloadCodec, codecFromEnv, generateEncryptionKey, type EncryptionKey } from './codec';
+export { exportAudit, verifyAudit, auditDrafts, type AuditRecord, type AuditVerdict } from './audit';
+export { ensureSearchAttributes } from './search-attributes';
+export {
+  DEPTH_ATTRIBUTE,
+  PARENT_RUN_ATTRIBUTE,
+  PROVIDER_ATTRIBUTE,
+  STATUS_ATTRIBUTE,
+  STOP_REASON_ATTRIBUTE,
+  SUBAGENT_SEARCH_ATTRIBUTES,
+} from '../workflows/search-attributes';
+export { tracingClientInterceptors, tracingWorkerOptions, TRACING_WORKFLOW_MODULE, type SubagentTracing } from './tracing';
+export { runStarted } from './run-handle';
 export {
   createForkProvider,
   createSpawnProvider,

@@ -173,7 +173,7 @@ export class TemporalSubagentService {
       { key: STATUS_ATTRIBUTE, value: 'running' },
       ...(input.request.parent.runId === undefined ? [] : [{ key: PARENT_RUN_ATTRIBUTE, value: input.request.parent.runId }]),
     ];
-    const indexed = <T>(start: (extra: { typedSearchAttributes?: SearchAttributePair[] }) => Promise<T>) =>
+    const indexed = (start: (extra: { typedSearchAttributes?: SearchAttributePair[] }) => Promise<unknown>) =>
       this.indexedStart(attributes, start);
     const startOptions = (abortedAtStart: boolean) => ({
       workflowId: runId,
@@ -250,20 +250,24 @@ export class TemporalSubagentService {
    * (a cluster where `subagents setup` never ran) refuses the start; then this service warns once
    * and starts runs without them, which the workflow notices and keeps none up to date.
    */
-  private async indexedStart<T>(
+  private async indexedStart(
     attributes: SearchAttributePair[],
-    start: (extra: { typedSearchAttributes?: SearchAttributePair[] }) => Promise<T>,
-  ): Promise<T> {
-    if (!this.indexing) return start({});
+    start: (extra: { typedSearchAttributes?: SearchAttributePair[] }) => Promise<unknown>,
+  ): Promise<void> {
+    if (!this.indexing) {
+      await start({});
+      return;
+    }
     try {
-      return await start({ typedSearchAttributes: attributes });
+      await start({ typedSearchAttributes: attributes });
     } catch (err) {
-      if (!/search attribute/i.test((err as Error).message ?? '')) throw err;
+      const reason = messagesOf(err).find((message) => /search attribute/i.test(message));
+      if (reason === undefined) throw err;
       this.indexing = false;
       this.context.logger.warn(
-        `subagent: the Temporal namespace does not know the subagent search attributes, so runs start without them (\`subagents setup\` registers them): ${(err as Error).message}`,
+        `subagent: the Temporal namespace does not know the subagent search attributes, so runs start without them (\`subagents setup\` registers them): ${reason}`,
       );
-      return start({});
+      await start({});
     }
   }
 
@@ -299,4 +303,11 @@ function idempotencyKeyOf(request: SubagentStartRequest): string | undefined {
 
 function sha256(value: string): string {
   return createHash('sha256').update(value).digest('hex').slice(0, 40);
+}
+
+/** The messages down an error's cause chain: the server's reason is often a cause deep. */
+function messagesOf(err: unknown): string[] {
+  const messages: string[] = [];
+  for (let e: unknown = err; e instanceof Error; e = e.cause) messages.push(e.message);
+  return messages;
 }

@@ -11,6 +11,7 @@ import { pendingMessagesQuery, runContextQuery } from '../workflows/subagent-run
 import { DEFAULT_MAX_PAYLOAD_BYTES, defaultTaskQueue } from './constants';
 import { SubagentDepthError, SubagentError } from './errors';
 import { TemporalSubagentService } from './service';
+import { SubagentTracing, TRACING_WORKFLOW_MODULE, tracingWorkerOptions } from './tracing';
 
 export interface SubagentWorkerOptions {
   connection: NativeConnection;
@@ -32,6 +33,11 @@ export interface SubagentWorkerOptions {
    * worker's connection with the hosted providers registered.
    */
   subagents?: TemporalSubagentService;
+  /**
+   * OpenTelemetry tracing (opt-in). A `workflowBundle` given with it must have been built with
+   * `bundleSubagentWorkflows({ tracing: true })`.
+   */
+  tracing?: SubagentTracing;
   /** Payload codecs (encryption) for the workers and the worker's own client; the callers' must match. */
   dataConverter?: DataConverter;
   /** Passed to every Temporal worker (concurrency, cache size, tuner...). */
@@ -49,15 +55,24 @@ export interface SubagentWorker {
 
 const STICKY_QUEUE_TIMEOUT_MS = 2000;
 
-let sharedBundle: ReturnType<typeof bundleWorkflowCode> | undefined;
+const bundles = new Map<boolean, ReturnType<typeof bundleWorkflowCode>>();
 
-/** Bundles the workflow code once per process; pass the result to every worker. */
-export function bundleSubagentWorkflows(): ReturnType<typeof bundleWorkflowCode> {
-  sharedBundle ??= bundleWorkflowCode({
-    workflowsPath: require.resolve('../workflows'),
-    logger: { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} },
-  });
-  return sharedBundle;
+/**
+ * Bundles the workflow code once per process (and once more with the tracing interceptors,
+ * when asked); pass the result to every worker.
+ */
+export function bundleSubagentWorkflows(options: { tracing?: boolean } = {}): ReturnType<typeof bundleWorkflowCode> {
+  const tracing = options.tracing ?? false;
+  let bundle = bundles.get(tracing);
+  if (!bundle) {
+    bundle = bundleWorkflowCode({
+      workflowsPath: require.resolve('../workflows'),
+      ...(tracing ? { workflowInterceptorModules: [TRACING_WORKFLOW_MODULE] } : {}),
+      logger: { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} },
+    });
+    bundles.set(tracing, bundle);
+  }
+  return bundle;
 }
 
 /**
@@ -98,7 +113,7 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
     cancelGraceMs: options.cancelGraceMs,
     maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
   });
-  const workflowBundle = options.workflowBundle ?? (await bundleSubagentWorkflows());
+  const workflowBundle = options.workflowBundle ?? (await bundleSubagentWorkflows({ tracing: options.tracing !== undefined }));
   const taskQueues = [...new Set([...providers.values()].map((p) => p.taskQueue ?? defaultTaskQueue(p.name)))];
   const heartbeatThrottle = options.heartbeatIntervalMs ?? 1000;
   const workers = await Promise.all(
@@ -110,6 +125,7 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
         // A run whose worker died waits this long for it before another worker takes its next
         // workflow task (and replays it): the SDK's 10 s default dominates recovery otherwise.
         stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT_MS,
+        ...(options.tracing ? tracingWorkerOptions(options.tracing) : {}),
         ...options.workerOptions,
         connection: options.connection,
         namespace,

@@ -10,6 +10,7 @@ import { TestTemporal, installQuietRuntime, recordingLogger, startWorker, text }
 let env: TestWorkflowEnvironment;
 let stopWorker: () => Promise<void>;
 let service: TemporalSubagentService;
+const logger = recordingLogger();
 const scripted = createScriptedProvider({ runSettings: { resumeWindow: '6 hours' } });
 
 beforeAll(async () => {
@@ -25,7 +26,8 @@ beforeAll(async () => {
     close: async () => undefined,
   };
   stopWorker = await startWorker(temporal, [scripted]);
-  service = new TemporalSubagentService({ client: env.client, logger: recordingLogger() });
+  // The time-skipping test server knows no custom search attributes.
+  service = new TemporalSubagentService({ client: env.client, logger, searchAttributes: false });
   service.registerProvider(scripted);
 }, 60_000);
 afterAll(async () => {
@@ -49,4 +51,5 @@ it('closes a parked run when its resume window passes, and refuses resume with N
   const late = run.resume!(text('too late'));
   await expect(late.result).rejects.toMatchObject({ code: 'NOT_RESUMABLE' });
   await inTime.dispose();
+  expect(logger.warnings).toEqual([]);
 }, 120_000);
