@@ -1,10 +1,12 @@
 // The `subagents` command against the real server, as a user runs it: a separate process per
 // invocation, human and --json output, exit codes, and the audit trail's tamper check.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
+import { freePort } from '../src/dev-server';
 import { createScriptedProvider } from '../src/providers/scripted';
 import { TestTemporal, connectTestTemporal, eventually, startWorker, uniqueName } from './helpers/temporal';
 
@@ -138,3 +140,30 @@ it('says so with documented exit codes for an unknown run, an unreachable server
   expect(usage.code).toBe(2);
   expect(usage.stderr).toContain('usage: subagents start <provider> <prompt>');
 });
+
+it('runs `subagents dev`: the embedded server and a worker that serve a delegation, until SIGTERM', async () => {
+  const port = await freePort();
+  const cwd = mkdtempSync(join(tmpdir(), 'subagent-dev-'));
+  // Runs in a fresh directory (its .data/ goes there), so tsx is imported by its path.
+  const dev = spawn(process.execPath, ['--import', pathToFileURL(require.resolve('tsx')).href, CLI, 'dev', '--port', String(port), '--json'], {
+    cwd,
+    env: { ...process.env, SUBAGENT_PROVIDERS: 'scripted' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((done) => dev.once('exit', (code) => done(code)));
+  try {
+    const ready = await new Promise<Record<string, unknown>>((resolveReady, reject) => {
+      dev.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+        const line = chunk.split('\n').find((candidate) => candidate.startsWith('{'));
+        if (line) resolveReady(JSON.parse(line));
+      });
+      dev.once('exit', (code) => reject(new Error(`subagents dev exited with ${code}`)));
+    });
+    expect(ready).toMatchObject({ address: `127.0.0.1:${port}`, taskQueues: ['subagents.scripted'] });
+    const outcome = await cli(['start', 'scripted', 'hello dev', '--wait'], { TEMPORAL_ADDRESS: `127.0.0.1:${port}` });
+    expect(outcome).toMatchObject({ code: 0, stdout: 'completed: scripted reply to: hello dev\n' });
+  } finally {
+    dev.kill('SIGTERM');
+  }
+  expect(await exited).toBe(0);
+}, 90_000);
