@@ -243,12 +243,12 @@ export class RunHandle {
       : !outcome
         ? 'it has not settled; await its result first'
         : this.resumed
-        ? 'it was already resumed; resume the run that returned'
-        : outcome.resumableUntil === undefined
-          ? 'it is closed'
-          : Date.now() > outcome.resumableUntil
-            ? `its resume window ended at ${new Date(outcome.resumableUntil).toISOString()}`
-            : undefined;
+          ? 'it was already resumed; resume the run that returned'
+          : outcome.resumableUntil === undefined
+            ? 'it is closed'
+            : Date.now() > outcome.resumableUntil
+              ? `its resume window ended at ${new Date(outcome.resumableUntil).toISOString()}`
+              : undefined;
     if (refusal) throw new SubagentError(`cannot resume run ${this.init.runId}: ${refusal}`, 'NOT_RESUMABLE');
     this.resumed = true;
     const fromSegment = outcome!.segment;
