@@ -18,6 +18,7 @@ import type {
   TurnActivityResult,
 } from './contracts';
 import type { ToolCallOutcome } from './structured-output';
+import { delegationOf } from './delegation';
 import { callModel } from './model-call';
 import type {
   SubagentAgentProvider,
@@ -244,16 +245,7 @@ export function createActivities(deps: ActivityDependencies) {
 
 /** This run as the parent of the runs it delegates: its depth, cap, cwd and model. */
 function delegatingRun(runId: string, request: ResolvedSubagentRequest, signal: AbortSignal): SubagentDelegatingRun {
-  const own = request.agentOptions?.model;
-  const model = typeof own === 'string' ? own : request.parent.model;
-  return {
-    runId,
-    depth: request.depth,
-    signal,
-    ...(request.maxDepth === undefined ? {} : { maxDepth: request.maxDepth }),
-    ...(request.parent.cwd === undefined ? {} : { cwd: request.parent.cwd }),
-    ...(model === undefined ? {} : { model }),
-  };
+  return { runId, signal, ...delegationOf(request), ...(request.parent.cwd === undefined ? {} : { cwd: request.parent.cwd }) };
 }
 
 /**

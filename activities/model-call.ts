@@ -14,6 +14,7 @@ import type {
   SubagentStopReason,
   TranscriptEntry,
 } from './contracts';
+import { requestedModel } from './delegation';
 import type { SubagentAgentProvider } from './provider';
 import { createStructuredOutputRuntime } from './structured-output';
 
@@ -40,7 +41,7 @@ export async function callModel(
   conversation: readonly TranscriptEntry[],
   signal: AbortSignal,
 ): Promise<ModelCallOutcome> {
-  const model = stringOption(request.agentOptions?.model) ?? request.parent.model ?? provider.endpoint.model;
+  const model = requestedModel(request) ?? provider.endpoint.model;
   if (!model) {
     return failed(`no model is configured for provider "${provider.name}": set SUBAGENT_MODEL or agentOptions.model`);
   }
@@ -172,10 +173,6 @@ function retryAfterMs(headers: Headers | undefined): number | undefined {
 
 function failed(diagnostic: string): ModelCallOutcome {
   return { content: [], stopReason: 'error', diagnostic, toolCalls: [] };
-}
-
-function stringOption(value: unknown): string | undefined {
-  return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
 function textOf(content: readonly ContentBlock[]): string {

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { DevServer, freePort, startDevServer } from '../src/dev-server';
+import { createScriptedProvider } from '../src/providers/scripted';
 import { TemporalSubagentService } from '../src/service';
 import { WorkerProcess, spawnWorkerProcess } from './helpers/processes';
 import { installQuietRuntime, recordingLogger, text, uniqueName } from './helpers/temporal';
@@ -37,14 +38,7 @@ beforeAll(async () => {
   server = await startServer();
   connection = await NativeConnection.connect({ address: server.address });
   service = new TemporalSubagentService({ client: new Client({ connection }), logger: recordingLogger() });
-  service.registerProvider({
-    name,
-    capabilities: { outputSchema: true, depthLimit: true, toolFilter: true },
-    inheritsParentContext: false,
-    steering: true,
-    resumable: true,
-    runSettings: { heartbeatTimeout: '5 seconds', retry: { initialInterval: '200 ms' } },
-  });
+  service.registerProvider(createScriptedProvider({ name, runSettings: { heartbeatTimeout: '5 seconds', retry: { initialInterval: '200 ms' } } }));
 }, 60_000);
 afterAll(async () => {
   await Promise.all(workers.map((worker) => worker.kill()));

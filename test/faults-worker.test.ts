@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TranscriptEntry } from '../activities/contracts';
-import type { ScriptedTurnEvent } from '../src/providers/scripted';
+import { ScriptedTurnEvent, createScriptedProvider } from '../src/providers/scripted';
 import { runContextQuery } from '../workflows/subagent-run';
 import { WorkerProcess, spawnWorkerProcess } from './helpers/processes';
 import { TestTemporal, connectTestTemporal, newService, text, uniqueName } from './helpers/temporal';
@@ -56,14 +56,7 @@ it('completes 50 concurrent runs through three SIGKILLs of their worker, each me
   writeFileSync(eventsFile, '');
   const env = { PROVIDER_NAME: name, EVENTS_FILE: eventsFile };
   const service = newService(temporal);
-  service.registerProvider({
-    name,
-    capabilities: { outputSchema: true, depthLimit: true, toolFilter: true },
-    inheritsParentContext: false,
-    steering: true,
-    resumable: false,
-    runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms', maximumAttempts: 20 } },
-  });
+  service.registerProvider(createScriptedProvider({ name, resumable: false, runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms', maximumAttempts: 20 } } }));
   let current = await spawnWorkerProcess('worker-process', env);
   workers.push(current);
 

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { DevServer, startDevServer } from '../src/dev-server';
-import type { ScriptedTurnEvent } from '../src/providers/scripted';
+import { ScriptedTurnEvent, createScriptedProvider } from '../src/providers/scripted';
 import { TemporalSubagentService } from '../src/service';
 import { VirtualHosts, createVirtualHosts, relay } from './helpers/hosts';
 import { WorkerProcess, spawnWorkerProcess } from './helpers/processes';
@@ -36,14 +36,7 @@ beforeAll(async () => {
   connection = await NativeConnection.connect({ address: server.address });
   service = new TemporalSubagentService({ client: new Client({ connection }), logger: recordingLogger() });
   for (const name of [alpha, beta]) {
-    service.registerProvider({
-      name,
-      capabilities: { outputSchema: true, depthLimit: true, toolFilter: true },
-      inheritsParentContext: false,
-      steering: true,
-      resumable: false,
-      runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' } },
-    });
+    service.registerProvider(createScriptedProvider({ name, resumable: false, runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' } } }));
   }
   const plan: [string, string][] = [
     ['host-1', alpha],

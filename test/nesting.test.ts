@@ -1,7 +1,7 @@
 // Nested delegations: a provider running in a worker's activity delegates through the service the
 // worker offers. The worker is a separate process, so depth and maxDepth hold across processes;
 // cancelling a run cancels its descendants.
-import type { ScriptedTurn } from '../src/providers/scripted';
+import { ScriptedTurn, createScriptedProvider } from '../src/providers/scripted';
 import { SubagentRunOutcome, SubagentRunStatus, statusQuery } from '../workflows/subagent-run';
 import { WorkerProcess, spawnWorkerProcess } from './helpers/processes';
 import { TestTemporal, connectTestTemporal, eventually, newService, text, uniqueName } from './helpers/temporal';
@@ -15,13 +15,7 @@ beforeAll(async () => {
   temporal = await connectTestTemporal();
   worker = await spawnWorkerProcess('worker-process', { PROVIDER_NAME: name, EVENTS_FILE: '/dev/null' });
   service = newService(temporal);
-  service.registerProvider({
-    name,
-    capabilities: { outputSchema: true, depthLimit: true, toolFilter: true },
-    inheritsParentContext: false,
-    steering: true,
-    resumable: false,
-  });
+  service.registerProvider(createScriptedProvider({ name, resumable: false }));
 }, 60_000);
 afterAll(async () => {
   await worker?.kill();

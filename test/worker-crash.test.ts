@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TranscriptEntry } from '../activities/contracts';
-import type { ScriptedTurnEvent } from '../src/providers/scripted';
+import { ScriptedTurnEvent, createScriptedProvider } from '../src/providers/scripted';
 import { runContextQuery } from '../workflows/subagent-run';
 import { TestTemporal, connectTestTemporal, eventually, newService, text, uniqueName } from './helpers/temporal';
 import { WorkerProcess, spawnWorkerProcess } from './helpers/processes';
@@ -36,14 +36,7 @@ function crashSetup(runSettings = {}) {
       .filter(Boolean)
       .map((line) => JSON.parse(line) as LoggedEvent);
   const service = newService(temporal);
-  service.registerProvider({
-    name,
-    capabilities: { outputSchema: true, depthLimit: true, toolFilter: true },
-    inheritsParentContext: false,
-    steering: true,
-    resumable: true,
-    runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' }, ...runSettings },
-  });
+  service.registerProvider(createScriptedProvider({ name, runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' }, ...runSettings } }));
   const spawnWorker = async () => {
     const worker = await spawnWorkerProcess('worker-process', env);
     workers.push(worker);

@@ -15,6 +15,7 @@ import type {
   ToolActivityInput,
   TranscriptEntry,
 } from '../activities/contracts';
+import { delegationOf } from '../activities/delegation';
 import type { ToolCallOutcome } from '../activities/structured-output';
 
 /** The run's mutable state that turns read and extend; carried through continue-as-new. */
@@ -140,7 +141,7 @@ export function turnRunner(
         callId: call.id,
         arguments: call.arguments,
         ...(state.request.parent.cwd === undefined ? {} : { cwd: state.request.parent.cwd }),
-        delegation: delegation(state.request),
+        delegation: delegationOf(state.request),
       });
     } catch (err) {
       if (isCancellation(err)) throw err;
@@ -149,16 +150,6 @@ export function turnRunner(
   }
 
   return driver === 'agent-loop' ? agentLoopTurn : providerTurn;
-}
-
-function delegation(request: ResolvedSubagentRequest): ToolActivityInput['delegation'] {
-  const own = request.agentOptions?.model;
-  const model = typeof own === 'string' ? own : request.parent.model;
-  return {
-    depth: request.depth,
-    ...(request.maxDepth === undefined ? {} : { maxDepth: request.maxDepth }),
-    ...(model === undefined ? {} : { model }),
-  };
 }
 
 function turnResult(result: ModelCallResult): SubagentTurnResult {
