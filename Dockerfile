@@ -31,4 +31,4 @@ COPY --from=build /app/dist ./dist
 USER node
 
 # Starts a worker against TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE; stops cleanly on SIGTERM.
-CMD ["node", "dist/src/worker-main.js"]
+CMD ["node", "dist/src/worker/main.js"]

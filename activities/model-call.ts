@@ -1,24 +1,59 @@
-// One model call of an agent-loop child against any OpenAI-compatible chat-completions endpoint,
-// through the official `openai` client. The activity's cancellation signal goes into the HTTP
-// request; transient endpoint failures are retried by Temporal (honouring Retry-After), others
-// end the turn with `error` and a diagnostic. Structured-output calls are validated right here.
+// `subagentModelCall`: one model call of an agent-loop child against any OpenAI-compatible
+// chat-completions endpoint, through the official `openai` client. The activity's cancellation
+// signal goes into the HTTP request; transient endpoint failures are retried by Temporal
+// (honouring Retry-After), others end the turn with `error` and a diagnostic. Structured-output
+// calls are validated right here.
+import { randomUUID } from 'node:crypto';
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
-import type { StructuredOutputSchema } from '../src/schema';
-import type {
-  ContentBlock,
-  ModelCallResult,
-  ModelToolCall,
-  ResolvedSubagentRequest,
-  SubagentStopReason,
-  TranscriptEntry,
-} from './contracts';
-import { requestedModel } from './delegation';
-import type { SubagentAgentProvider } from './provider';
-import { createStructuredOutputRuntime } from './structured-output';
+import { type ContentBlock, textOf } from '../src/seam/content';
+import { requestedModel } from '../src/seam/delegation';
+import type { SubagentAgentProvider } from '../src/seam/provider';
+import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
+import type { SubagentStopReason } from '../src/seam/result';
+import type { StructuredOutputSchema } from '../src/seam/structured';
+import { toolError } from '../src/seam/tool';
+import { createStructuredOutputRuntime } from '../src/structured/runtime';
+import type { ActivityHost } from './host';
+import type { ModelCallInput, ModelCallResult, ModelToolCall } from './types';
 
 export type ModelCallOutcome = Omit<ModelCallResult, 'outputId'>;
+
+/**
+ * One model call with the run's whole conversation, rebuilt from the worker's cache (or the
+ * workflow) plus the input's delta. See `callModel` for its outcomes.
+ */
+export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) => Promise<ModelCallResult> {
+  const clients = new Map<string, OpenAI>();
+  const clientFor = (provider: SubagentAgentProvider): OpenAI => {
+    let client = clients.get(provider.name);
+    if (!client) {
+      const { baseURL, apiKey } = provider.endpoint;
+      // Local endpoints (Ollama, vLLM) take any key; the client insists on one.
+      client = new OpenAI({ baseURL, apiKey: apiKey || 'unused', maxRetries: 0 });
+      clients.set(provider.name, client);
+    }
+    return client;
+  };
+  return async function subagentModelCall(input) {
+    const provider = host.hosted(input.provider, 'agent-loop');
+    return host.heartbeating(async () => {
+      const context = await host.runContext(input.runId, input.transcript, input.request);
+      const conversation = [...context.entries, ...input.delta];
+      const signal = Context.current().cancellationSignal;
+      const outcome = await callModel(clientFor(provider), provider, context.request, conversation, signal);
+      host.assertWithinLimit(outcome, 'the model response');
+      const outputId = randomUUID();
+      host.cache.put(input.runId, {
+        request: context.request,
+        entries: [...conversation, { kind: 'assistant', id: outputId, content: outcome.content, stopReason: outcome.stopReason }],
+      });
+      return { ...outcome, outputId };
+    });
+  };
+}
 
 /** The tools a run may call: the provider's, narrowed by the request's filter (deny wins). */
 export function allowedToolNames(provider: SubagentAgentProvider, request: ResolvedSubagentRequest): Set<string> {
@@ -100,7 +135,7 @@ export async function callModel(
     if (structured && name === structured.tool.name) return { answer: structured.call(args) };
     if (!allowed.has(name)) {
       const available = [...allowed].join(', ') || 'none';
-      return { answer: { isError: true, content: [{ type: 'text', text: `Error: tool "${name}" is not available to this subagent (available: ${available})` }] } };
+      return { answer: toolError(`tool "${name}" is not available to this subagent (available: ${available})`) };
     }
     return {};
   }
@@ -173,8 +208,4 @@ function retryAfterMs(headers: Headers | undefined): number | undefined {
 
 function failed(diagnostic: string): ModelCallOutcome {
   return { content: [], stopReason: 'error', diagnostic, toolCalls: [] };
-}
-
-function textOf(content: readonly ContentBlock[]): string {
-  return content.map((block) => (block.type === 'text' ? block.text : '')).join('');
 }

@@ -1,7 +1,8 @@
 // Worker-side cache of each run's request and conversation, so a turn's activity input carries a
 // reference instead of the whole conversation. Exact-match only: a cache that is not precisely the
 // workflow's conversation before the turn is refetched whole, so a stale entry is never used.
-import type { ResolvedSubagentRequest, TranscriptEntry, TurnActivityInput } from './contracts';
+import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
+import type { TurnActivityInput } from './types';
 
 export interface CachedRunContext {
   request: ResolvedSubagentRequest;

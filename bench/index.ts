@@ -7,14 +7,9 @@ import { readFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker, DefaultLogger, Runtime, bundleWorkflowCode } from '@temporalio/worker';
-import type { SubagentTurnProvider } from '../activities/provider';
-import { connectTemporal } from '../src/config';
-import { createSpawnProvider } from '../src/providers/llm';
-import { ScriptedTurnEvent, createScriptedProvider } from '../src/providers/scripted';
-import { TemporalSubagentService } from '../src/service';
-import { createSubagentWorker } from '../src/worker';
-import { startFakeOpenAI, textReply, toolCallReply } from '../test/helpers/fake-openai';
-import { spawnWorkerProcess } from '../test/helpers/processes';
+import { type SubagentTurnProvider, TemporalSubagentService } from '../src';
+import { ScriptedTurnEvent, createScriptedProvider, spawnWorkerProcess, startFakeOpenAI, textReply, toolCallReply } from '../src/testing';
+import { bundleSubagentWorkflows, connectTemporal, createSpawnProvider, createSubagentWorker } from '../src/worker';
 
 const quick = process.argv.includes('--quick');
 const json = process.argv.includes('--json');
@@ -213,7 +208,7 @@ async function main(): Promise<void> {
   // 6 and 7 run workers as processes of their own, to measure and to kill them.
   const address = temporal.address;
   const bundlePath = join(mkdtempSync(join(tmpdir(), 'subagent-bench-')), 'bundle.js');
-  writeFileSync(bundlePath, (await import('../src/worker').then((m) => m.bundleSubagentWorkflows())).code);
+  writeFileSync(bundlePath, (await bundleSubagentWorkflows()).code);
   const workerEnv = (name: string, eventsFile: string, extra: Record<string, string> = {}) => ({
     TEMPORAL_TEST_ADDRESS: address,
     TEMPORAL_TEST_BUNDLE: bundlePath,
@@ -228,7 +223,6 @@ async function main(): Promise<void> {
   service.registerProvider({ ...noop(parkedName, true), capabilities: { outputSchema: false, depthLimit: false, toolFilter: false } });
   const memoryFile = join(mkdtempSync(join(tmpdir(), 'subagent-bench-')), 'memory.json');
   const parkedWorker = await spawnWorkerProcess(
-    'worker-process',
     workerEnv(parkedName, '/dev/null', { WORKER_MAX_CACHED: '100', MEMORY_FILE: memoryFile, NODE_OPTIONS: '--expose-gc' }),
   );
   const heapMb = () => (JSON.parse(readFileSync(memoryFile, 'utf8')) as { heapUsed: number }).heapUsed / 2 ** 20;
@@ -266,8 +260,8 @@ async function main(): Promise<void> {
   const eventsFile = join(mkdtempSync(join(tmpdir(), 'subagent-bench-')), 'events.jsonl');
   writeFileSync(eventsFile, '');
   const workers = [
-    await spawnWorkerProcess('worker-process', workerEnv(recoveryName, eventsFile)),
-    await spawnWorkerProcess('worker-process', workerEnv(recoveryName, eventsFile)),
+    await spawnWorkerProcess(workerEnv(recoveryName, eventsFile)),
+    await spawnWorkerProcess(workerEnv(recoveryName, eventsFile)),
   ];
   const recoveries: number[] = [];
   for (let sample = 0; sample < (quick ? 1 : 3); sample++) {
@@ -283,7 +277,7 @@ async function main(): Promise<void> {
     await workers[victim]!.kill('SIGKILL');
     await run.result;
     recoveries.push((performance.now() - killedAt) / 1000);
-    workers[victim] = await spawnWorkerProcess('worker-process', workerEnv(recoveryName, eventsFile));
+    workers[victim] = await spawnWorkerProcess(workerEnv(recoveryName, eventsFile));
   }
   const recovery = stats(recoveries).p50;
   results.recovery_s = round(recovery, 2);

@@ -5,13 +5,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { startDevServer } from '../src/dev-server';
-import { connectTemporal } from '../src/config';
-import { createSpawnProvider } from '../src/providers/llm';
-import { createScriptedProvider } from '../src/providers/scripted';
-import { startFakeOpenAI, textReply, toolCallReply } from '../test/helpers/fake-openai';
-import { TemporalSubagentService } from '../src/service';
-import { createSubagentWorker } from '../src/worker';
+import { TemporalSubagentService } from '../src';
+import { createScriptedProvider, startDevServer, startFakeOpenAI, textReply, toolCallReply } from '../src/testing';
+import { connectTemporal, createSpawnProvider, createSubagentWorker } from '../src/worker';
 
 const VERSION = process.argv[2] ?? 'v1';
 const text = (value: string) => [{ type: 'text' as const, text: value }];

@@ -1,54 +1,39 @@
-// The public API: the subagent seam, durable on Temporal.
-export * from './types';
-export {
-  HarnessError,
-  SUBAGENT_ERROR_CODES,
-  SubagentDepthError,
-  SubagentError,
-  isSubagentError,
-  type SubagentErrorCode,
-} from './errors';
-export { TemporalSubagentService, type TemporalSubagentServiceOptions } from './service';
-export type { SubagentEventListener, SubagentEventName, SubagentServiceEvents } from './events';
-export { createSubagentWorker, bundleSubagentWorkflows, type SubagentWorker, type SubagentWorkerOptions } from './worker';
-export { startDevServer, resolveTemporalBinary, freePort, type DevServer, type DevServerOptions } from './dev-server';
-export {
-  connectTemporal,
-  temporalSettingsFromEnv,
-  type ConnectTemporalOptions,
-  type TemporalConnectionSettings,
-  type TemporalEnvironment,
-} from './config';
-export { DEFAULT_RUN_SETTINGS } from './settings';
-export { defaultTaskQueue, RUN_ID_PREFIX } from './constants';
-export {
-  createScriptedProvider,
-  DEFAULT_SCRIPTED_REPLY,
-  type ScriptedAgentOptions,
-  type ScriptedProviderOptions,
-  type ScriptedTurn,
-  type ScriptedTurnEvent,
-} from './providers/scripted';
-export { hostSeamProvider, type HostSeamProviderOptions } from './providers/seam-adapter';
+// `durable-subagents`: the caller's entry point. Everything a process needs to start, steer, watch
+// and audit durable runs: the seam's vocabulary, the service (a Temporal client), the model-facing
+// `subagent` tool and its adapters, connection and encryption. It never loads the Temporal worker;
+// hosting runs is `durable-subagents/worker`, testing them `durable-subagents/testing`.
+export * from './seam';
+export { type ConnectClientOptions, DEFAULT_TEMPORAL_ADDRESS, type SubagentClientConnection, connectClient } from './client/connect';
+export type { SubagentEventListener, SubagentEventName, SubagentServiceEvents } from './client/events';
+export { runStarted } from './client/run-handle';
+export { DEFAULT_RUN_SETTINGS } from './client/run-settings';
+export { TemporalSubagentService, type TemporalSubagentServiceOptions } from './client/service';
 export {
   SUBAGENT_RESULT_TOOL_NAME,
   SUBAGENT_TOOL_NAME,
-  createDelegationTool,
-  createSubagentResultTool,
-  createSubagentTool,
-  subagentToolWording,
   type SubagentStarter,
   type SubagentToolCallContext,
   type SubagentToolConfig,
   type SubagentToolDefinition,
   type SubagentToolParameters,
-} from './tool';
-export { runOpenAIToolCall, toAiSdkTool, toOpenAITool } from './tool-adapters';
-export { ACP_STOP_REASONS, createAcpProvider, type AcpProviderOptions } from './providers/acp';
-export { builtinProvider, providersFromEnv, BUILTIN_PROVIDERS } from './providers/from-env';
-export { AesGcmPayloadCodec, codecFromEnv, generateEncryptionKey, type EncryptionKey } from './codec';
-export { exportAudit, verifyAudit, auditDrafts, type AuditRecord, type AuditVerdict } from './audit';
-export { ensureSearchAttributes } from './search-attributes';
+  createSubagentResultTool,
+  createSubagentTool,
+  subagentToolWording,
+} from './client/subagent-tool';
+export { runOpenAIToolCall, toAiSdkTool, toOpenAITool } from './client/tool-adapters';
+export { type AuditRecord, type AuditVerdict, auditDrafts, exportAudit, verifyAudit } from './audit';
+export { assertSupportedOutputSchema, snapshotOutputSchema, validateStructuredValue } from './structured/schema';
+export { AesGcmPayloadCodec, type EncryptionKey, codecFromEnv, generateEncryptionKey } from './temporal/codec';
+export { type TemporalConnectionSettings, temporalSettingsFromEnv } from './temporal/config';
+export { ensureSearchAttributes } from './temporal/search-attributes';
+export { type SubagentTracing, tracingClientInterceptors } from './temporal/tracing';
+export {
+  STRUCTURED_OUTPUT_NUDGE,
+  type SegmentOutcome,
+  type SubagentRunInput,
+  type SubagentRunOutcome,
+  type SubagentRunStatus,
+} from '../workflows/definitions';
 export {
   DEPTH_ATTRIBUTE,
   PARENT_RUN_ATTRIBUTE,
@@ -57,46 +42,3 @@ export {
   STOP_REASON_ATTRIBUTE,
   SUBAGENT_SEARCH_ATTRIBUTES,
 } from '../workflows/search-attributes';
-export { tracingClientInterceptors, tracingWorkerOptions, TRACING_WORKFLOW_MODULE, type SubagentTracing } from './tracing';
-export { runStarted } from './run-handle';
-export {
-  createForkProvider,
-  createSpawnProvider,
-  DEFAULT_SYSTEM_PROMPT,
-  endpointFromEnv,
-  type LlmProviderOptions,
-} from './providers/llm';
-export {
-  builtinFileTools,
-  listDirectoryTool,
-  readFileTool,
-  resolveInside,
-  searchTextTool,
-} from '../activities/file-tools';
-export {
-  OutputSchemaError,
-  assertSupportedOutputSchema,
-  snapshotOutputSchema,
-  validateStructuredValue,
-  type StructuredOutputSchema,
-  type StructuredScalar,
-  type StructuredSchemaNode,
-  type StructuredSchemaType,
-} from './schema';
-export {
-  STRUCTURED_OUTPUT_DESCRIPTION,
-  STRUCTURED_OUTPUT_INSTRUCTION,
-  STRUCTURED_OUTPUT_TOOL,
-  createStructuredOutputRuntime,
-  type StructuredOutputRuntime,
-  type StructuredToolDefinition,
-  type ToolCallOutcome,
-} from '../activities/structured-output';
-export {
-  STRUCTURED_OUTPUT_NUDGE,
-  subagentRunWorkflow,
-  type SegmentOutcome,
-  type SubagentRunInput,
-  type SubagentRunOutcome,
-  type SubagentRunStatus,
-} from '../workflows/subagent-run';

@@ -4,14 +4,10 @@
 // talks to that endpoint (model: SUBAGENT_MODEL); otherwise to a local fake model server, a test
 // double, and says so. Prints each step and stops cleanly.
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { FakeOpenAI, startFakeOpenAI, textReply, toolCallReply } from '../test/helpers/fake-openai';
-import { connectTemporal } from './config';
-import { createSpawnProvider, endpointFromEnv } from './providers/llm';
-import { TemporalSubagentService } from './service';
-import type { ContentBlock, SubagentResult } from './types';
-import { createSubagentWorker } from './worker';
+import { type SubagentResult, TemporalSubagentService, textContent } from './index';
+import { FakeOpenAI, startFakeOpenAI, textReply, toolCallReply } from './testing';
+import { connectTemporal, createSpawnProvider, createSubagentWorker, endpointFromEnv } from './worker';
 
-const text = (value: string): ContentBlock[] => [{ type: 'text', text: value }];
 const show = (result: SubagentResult) =>
   `${result.stopReason}: ${result.output.map((block) => (block.type === 'text' ? block.text : `[${block.type}]`)).join('')}`;
 
@@ -53,16 +49,16 @@ async function main(): Promise<void> {
   try {
     await worker.runUntil(async () => {
       const run = service.start('spawn', {
-        prompt: text('Describe the layout of this repository.'),
+        prompt: textContent('Describe the layout of this repository.'),
         parent: { id: 'main-agent', session: { header: { id: 'main-session', cwd: process.cwd() } } },
       });
       step(`started run ${run.id}: a workflow on task queue subagents.spawn; each model and tool call is an activity`);
       if (fake) await fake.waitForRequests(1);
-      run.sendMessage!(text('Keep it to one sentence.'));
+      run.sendMessage!(textContent('Keep it to one sentence.'));
       step('sent a steering message: the child gets it before its next model call');
       step(`result: ${show(await run.result)}`);
 
-      const resumed = run.resume!(text('Which folder holds the tests?'));
+      const resumed = run.resume!(textContent('Which folder holds the tests?'));
       step('resumed the settled run: same id, continued as new with the conversation');
       step(`resumed result: ${show(await resumed.result)}`);
       await resumed.dispose();

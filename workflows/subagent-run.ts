@@ -10,9 +10,6 @@ import {
   CancellationScope,
   allHandlersFinished,
   condition,
-  defineQuery,
-  defineSignal,
-  defineUpdate,
   getExternalWorkflowHandle,
   isCancellation,
   makeContinueAsNewFunc,
@@ -20,138 +17,29 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type {
-  ContentBlock,
-  JsonValue,
-  ResolvedSubagentRequest,
-  RunContextSnapshot,
-  SubagentResult,
-  SubagentTurnResult,
-  SubagentUsage,
-  TranscriptEntry,
-} from '../activities/contracts';
+import { payloadLimitViolation } from '../src/seam/constants';
+import type { ContentBlock } from '../src/seam/content';
+import type { SubagentResult, SubagentTurnResult } from '../src/seam/result';
+import {
+  STRUCTURED_OUTPUT_NUDGE,
+  type ResumeArgs,
+  type SegmentOutcome,
+  type SubagentRunCarry,
+  type SubagentRunClosedBy,
+  type SubagentRunInput,
+  type SubagentRunOutcome,
+  type SubagentRunStatus,
+  childStartedSignal,
+  disposeUpdate,
+  pendingMessagesQuery,
+  resumeUpdate,
+  runContextQuery,
+  segmentResultUpdate,
+  sendMessageSignal,
+  statusQuery,
+} from './definitions';
 import { PROVIDER_ATTRIBUTE, STATUS_ATTRIBUTE, STOP_REASON_ATTRIBUTE } from './search-attributes';
 import { RunState, turnRunner } from './turns';
-
-/** Run settings with every default resolved by the facade; durations in milliseconds. */
-export interface ResolvedRunSettings {
-  resumeWindowMs: number;
-  turnStartToCloseMs: number;
-  turnHeartbeatMs: number;
-  turnRetry: {
-    initialIntervalMs: number;
-    backoffCoefficient: number;
-    maximumIntervalMs: number;
-    maximumAttempts: number;
-    nonRetryableErrorTypes: string[];
-  };
-  /** Structured runs: turns that ask a child which finished without a capture to call the tool. */
-  structuredNudgeRetries: number;
-  /** Agent-loop runs: model calls allowed in one turn before it ends with `error`. */
-  maxStepsPerTurn: number;
-  /** Largest state a continue-as-new may carry (Temporal refuses payloads over 2 MiB). */
-  maxPayloadBytes: number;
-}
-
-export interface SubagentRunInput {
-  provider: string;
-  /** `turns`: one activity per turn; `agent-loop`: one per model call and per tool call. */
-  driver: 'turns' | 'agent-loop';
-  request: ResolvedSubagentRequest;
-  settings: ResolvedRunSettings;
-  /** Whether the provider takes steering messages; if not, messages are counted and dropped. */
-  steering: boolean;
-  /** Whether a settled segment parks for `resume`; if not, the run closes when it settles. */
-  resumable: boolean;
-  /** The caller cancelled before the run began: settle `aborted` without calling the provider. */
-  abortedAtStart?: boolean;
-  /** State carried through continue-as-new; absent on a fresh start. */
-  carried?: SubagentRunCarry;
-}
-
-export interface SubagentRunCarry {
-  segment: number;
-  turn: number;
-  transcript: TranscriptEntry[];
-  /** User messages for the next turn: undelivered steering, then the resume content. */
-  pending: ContentBlock[][];
-  usage: SubagentUsage;
-  providerState?: JsonValue;
-  droppedMessages: number;
-  /** Runs this run's turns started (nested delegations); cancelled with it. */
-  children: string[];
-  /** Set when a segment continued as new between two of its turns. */
-  midSegment?: { nudgesLeft: number; lastOutput: ContentBlock[] };
-}
-
-export interface SegmentOutcome {
-  segment: number;
-  result: SubagentResult;
-  /** Epoch ms until which `resume` is accepted; absent when the run closes instead of parking. */
-  resumableUntil?: number;
-  /** Tokens the model endpoint reported over the whole run so far (agent-loop providers). */
-  usage?: SubagentUsage;
-}
-
-export type SegmentResultReply = { settled: SegmentOutcome } | { moved: true };
-
-export type SubagentRunClosedBy = 'disposed' | 'cancelled' | 'expired' | 'settled';
-
-/** The workflow's own result: the last segment's outcome and why the run closed. */
-export interface SubagentRunOutcome extends SegmentOutcome {
-  closedBy: SubagentRunClosedBy;
-  /** Steering messages that arrived after the last segment settled and were never resumed. */
-  undeliveredMessages: number;
-}
-
-export interface SubagentRunStatus {
-  provider: string;
-  segment: number;
-  phase: 'running' | 'parked' | 'closing';
-  /** Turns begun over the child's life. */
-  turns: number;
-  pendingMessages: number;
-  droppedMessages: number;
-  usage: SubagentUsage;
-  /** Leading conversation entries inherited from the parent (fork), not the child's own. */
-  seedLength: number;
-  depth: number;
-  /** The run that delegated this one, when it was started from inside a run. */
-  parentRunId?: string;
-  /** Runs this run's turns started. */
-  children: string[];
-  resumableUntil?: number;
-  lastResult?: SubagentResult;
-}
-
-export interface SendMessageArgs {
-  content: ContentBlock[];
-}
-
-export interface ResumeArgs {
-  fromSegment: number;
-  content: ContentBlock[];
-  /** The caller cancelled before the resume was sent: the new segment settles `aborted` at once. */
-  abortedAtStart?: boolean;
-}
-
-/** The user message of a nudge turn. */
-export const STRUCTURED_OUTPUT_NUDGE =
-  'You finished without calling `structured_output`. Call `structured_output` now with your final result matching its parameter schema.';
-
-export const sendMessageSignal = defineSignal<[SendMessageArgs]>('sendMessage');
-/** Sent by a nested run to its parent run when it starts, so the parent can cancel it. */
-export const childStartedSignal = defineSignal<[{ runId: string }]>('childStarted');
-/** Resolves with segment `segment` (default: the current one) once it settles. */
-export const segmentResultUpdate = defineUpdate<SegmentResultReply, [{ segment?: number }]>('segmentResult');
-export const resumeUpdate = defineUpdate<{ segment: number }, [ResumeArgs]>('resume');
-/** Ends the run if `segment` is still its current one; resolves once the provider has stopped. */
-export const disposeUpdate = defineUpdate<{ disposed: boolean }, [{ segment: number }]>('dispose');
-export const statusQuery = defineQuery<SubagentRunStatus>('status');
-/** What a worker that lacks the conversation in its cache fetches; writes nothing to history. */
-export const runContextQuery = defineQuery<RunContextSnapshot>('runContext');
-/** The messages waiting for the child, for a provider that takes them mid-turn (ACP). */
-export const pendingMessagesQuery = defineQuery<ContentBlock[][]>('pendingMessages');
 
 export async function subagentRunWorkflow(input: SubagentRunInput): Promise<SubagentRunOutcome> {
   const { settings, request, carried } = input;
@@ -229,13 +117,8 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
       validator: ({ fromSegment, content }) => {
         const refusal = resumeRefusal(fromSegment);
         if (refusal) throw ApplicationFailure.nonRetryable(`cannot resume run ${state.runId}: ${refusal}`, 'NOT_RESUMABLE');
-        const size = carryBytes(carry([...state.pending, content]));
-        if (size > settings.maxPayloadBytes) {
-          throw ApplicationFailure.nonRetryable(
-            `cannot resume run ${state.runId}: its conversation is ${size} bytes, over the ${settings.maxPayloadBytes}-byte payload limit`,
-            'PAYLOAD_TOO_LARGE',
-          );
-        }
+        const tooLarge = carryViolation(carry([...state.pending, content]), `cannot resume run ${state.runId}: its conversation`);
+        if (tooLarge) throw ApplicationFailure.nonRetryable(tooLarge, 'PAYLOAD_TOO_LARGE');
       },
     },
   );
@@ -267,8 +150,9 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   setHandler(runContextQuery, () => ({ request, entries: state.transcript }));
   setHandler(pendingMessagesQuery, () => state.pending);
 
-  /** The size the carried state would have as a payload; over the limit it cannot continue as new. */
-  const carryBytes = (next: SubagentRunCarry) => new TextEncoder().encode(JSON.stringify({ ...input, carried: next })).length;
+  /** Why the carried state cannot continue as new (it would outgrow one payload), or undefined. */
+  const carryViolation = (next: SubagentRunCarry, what = 'the carried conversation') =>
+    payloadLimitViolation({ ...input, carried: next }, settings.maxPayloadBytes, what);
 
   function resumeRefusal(fromSegment: number): string | undefined {
     if (!input.resumable) return `provider "${input.provider}" does not support resume`;
@@ -321,7 +205,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
           // unless the conversation has outgrown what one payload can carry.
           if (turnsHere > 0 && workflowInfo().continueAsNewSuggested) {
             const next = carry([...turnInput, ...state.pending], { nudgesLeft, lastOutput });
-            if (carryBytes(next) <= settings.maxPayloadBytes) await continueWith(next);
+            if (!carryViolation(next)) await continueWith(next);
           }
           last = await runTurn(turnInput);
           if (last.output.length > 0) lastOutput = last.output;

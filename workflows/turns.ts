@@ -4,19 +4,13 @@
 // the workflow and send activities a reference to it plus what is new, never the whole of it.
 import { ActivityOptions, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
-import type {
-  ContentBlock,
-  JsonValue,
-  ModelCallResult,
-  ModelToolCall,
-  ResolvedSubagentRequest,
-  SubagentTurnResult,
-  SubagentUsage,
-  ToolActivityInput,
-  TranscriptEntry,
-} from '../activities/contracts';
-import { delegationOf } from '../activities/delegation';
-import type { ToolCallOutcome } from '../activities/structured-output';
+import type { ModelCallResult, ModelToolCall, ToolActivityInput } from '../activities/types';
+import type { ContentBlock, JsonValue } from '../src/seam/content';
+import { delegationOf } from '../src/seam/delegation';
+import { causeChain } from '../src/seam/errors';
+import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
+import type { SubagentTurnResult, SubagentUsage } from '../src/seam/result';
+import { type ToolCallOutcome, toolError } from '../src/seam/tool';
 
 /** The run's mutable state that turns read and extend; carried through continue-as-new. */
 export interface RunState {
@@ -145,7 +139,7 @@ export function turnRunner(
       });
     } catch (err) {
       if (isCancellation(err)) throw err;
-      return { isError: true, content: [{ type: 'text', text: `Error: tool ${call.name} failed: ${failureMessage(err)}` }] };
+      return toolError(`tool ${call.name} failed: ${failureMessage(err)}`);
     }
   }
 
@@ -162,8 +156,11 @@ function turnResult(result: ModelCallResult): SubagentTurnResult {
 }
 
 /** The messages of a failure chain: ActivityFailure wraps the provider's failure or a timeout. */
-export function failureMessage(err: unknown): string {
-  const messages: string[] = [];
-  for (let e: unknown = err; e instanceof Error; e = e.cause) messages.push(e.message);
-  return messages.filter(Boolean).join(': ') || 'the turn failed';
+function failureMessage(err: unknown): string {
+  return (
+    causeChain(err)
+      .map((e) => e.message)
+      .filter(Boolean)
+      .join(': ') || 'the turn failed'
+  );
 }

@@ -8,9 +8,10 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative } from 'node:path';
 import { Readable, Transform, Writable } from 'node:stream';
 import type * as Acp from '@agentclientprotocol/sdk';
-import type { ContentBlock, SubagentPermissionDecision, SubagentStopReason, SubagentTurnResult } from '../../activities/contracts';
-import { resolveInside } from '../../activities/file-tools';
-import type { SubagentRunSettings, SubagentTurnContext, SubagentTurnProvider } from '../../activities/provider';
+import type { ContentBlock } from '../seam/content';
+import type { SubagentRunSettings, SubagentTurnContext, SubagentTurnProvider } from '../seam/provider';
+import type { SubagentPermissionDecision, SubagentStopReason, SubagentTurnResult } from '../seam/result';
+import { resolveInside } from '../tools/confine';
 
 export interface AcpProviderOptions {
   /** Default `acp`. */

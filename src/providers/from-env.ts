@@ -1,10 +1,10 @@
 // The built-in providers by name, configured from the environment, for processes started by
 // command (the worker entry point, the CLI): spawn, fork, scripted, acp.
-import type { SubagentHostedProvider } from '../../activities/provider';
-import { SubagentError } from '../errors';
+import { SubagentError } from '../seam/errors';
+import type { SubagentHostedProvider } from '../seam/provider';
+import { createScriptedProvider } from '../testing/scripted';
 import { createAcpProvider } from './acp';
 import { createForkProvider, createSpawnProvider } from './llm';
-import { createScriptedProvider } from './scripted';
 
 const BUILTIN: Record<string, (env: NodeJS.ProcessEnv) => SubagentHostedProvider> = {
   spawn: () => createSpawnProvider(),

@@ -2,8 +2,9 @@
 // (OpenAI, DeepSeek, vLLM, Ollama, LM Studio). The run workflow drives their loop: each model
 // call and each tool call is an activity, so a crash costs at most the call in flight. `spawn`
 // starts fresh; `fork` is seeded with the parent's conversation up to its last completed turn.
-import { builtinFileTools } from '../../activities/file-tools';
-import type { SubagentAgentProvider, SubagentModelEndpoint, SubagentRunSettings, SubagentTool } from '../../activities/provider';
+import type { SubagentAgentProvider, SubagentModelEndpoint, SubagentRunSettings } from '../seam/provider';
+import type { SubagentTool } from '../seam/tool';
+import { builtinFileTools } from '../tools';
 
 export interface LlmProviderOptions {
   /** Default `spawn` / `fork`. */

@@ -1,9 +1,9 @@
 // Hosts any in-process seam `SubagentProvider` (`start(request) → SubagentRun`) inside a worker as
 // one activity per run: the run is durable (retried on another worker after a crash, cancellable,
 // audited) though the provider itself is not. Steering and resume are not offered.
-import type { ContentBlock, SubagentParentRef } from '../../activities/contracts';
-import type { SubagentRunSettings, SubagentTurnProvider } from '../../activities/provider';
-import type { SubagentParent, SubagentProvider, SubagentStartRequest } from '../types';
+import type { ContentBlock } from '../seam/content';
+import type { SubagentProvider, SubagentRunSettings, SubagentTurnProvider } from '../seam/provider';
+import type { SubagentParent, SubagentParentRef, SubagentStartRequest } from '../seam/request';
 
 export interface HostSeamProviderOptions {
   taskQueue?: string;

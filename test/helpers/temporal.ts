@@ -1,12 +1,14 @@
-// Connections to the real dev server that globalSetup started, and workers on unique task queues,
-// so test files can run in parallel without sharing anything but the server.
+// The one place tests set up Temporal: connections to the real dev server that globalSetup
+// started (or a server of a test's own), workers on unique task queues, and services, so test
+// files can run in parallel without sharing anything but the server.
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import { Client } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
-import type { SubagentHostedProvider } from '../../activities/provider';
-import { TemporalSubagentService, TemporalSubagentServiceOptions } from '../../src/service';
-import type { SubagentLogger } from '../../src/types';
-import { SubagentWorkerOptions, createSubagentWorker } from '../../src/worker';
+import { type SubagentHostedProvider, type SubagentLogger, TemporalSubagentService, type TemporalSubagentServiceOptions } from '../../src';
+import { type DevServer, type DevServerOptions, startDevServer } from '../../src/testing';
+import { createSubagentWorker, type SubagentWorkerOptions } from '../../src/worker';
 
 export function installQuietRuntime(): void {
   try {
@@ -24,12 +26,43 @@ export interface TestTemporal {
   close(): Promise<void>;
 }
 
-export async function connectTestTemporal(namespace = 'default'): Promise<TestTemporal> {
+/** A client and connection to the shared dev server (or `address`); `close()` closes the connection. */
+export async function connectTestTemporal(
+  namespace = 'default',
+  options: { address?: string; dataConverter?: DataConverter } = {},
+): Promise<TestTemporal> {
   installQuietRuntime();
-  const address = process.env.TEMPORAL_TEST_ADDRESS;
+  const address = options.address ?? process.env.TEMPORAL_TEST_ADDRESS;
   if (!address) throw new Error('TEMPORAL_TEST_ADDRESS is unset: run the tests through jest (globalSetup starts the server)');
   const connection = await NativeConnection.connect({ address });
-  return { address, namespace, connection, client: new Client({ connection, namespace }), close: () => connection.close() };
+  const client = new Client({ connection, namespace, ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}) });
+  return { address, namespace, connection, client, close: () => connection.close() };
+}
+
+export interface TestServer extends TestTemporal {
+  readonly server: DevServer;
+}
+
+/** A dev server of the test's own (dynamic config, a database file, the Web UI), connected; `close()` stops it too. */
+export async function startTestServer(
+  options: DevServerOptions & { dataConverter?: DataConverter } = {},
+): Promise<TestServer> {
+  const { dataConverter, ...serverOptions } = options;
+  const server = await startDevServer(serverOptions);
+  try {
+    const temporal = await connectTestTemporal(server.namespace, { address: server.address, ...(dataConverter ? { dataConverter } : {}) });
+    return {
+      ...temporal,
+      server,
+      async close() {
+        await temporal.close();
+        await server.stop();
+      },
+    };
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
 }
 
 export function workflowBundle(): { codePath: string } {
@@ -82,3 +115,6 @@ export async function eventually<T>(check: () => T | undefined | Promise<T | und
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/** A script of test/fixtures/, to run with `spawnReadyProcess`. */
+export const fixture = (name: string) => join(__dirname, '..', 'fixtures', `${name}.ts`);

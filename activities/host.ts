@@ -1,0 +1,130 @@
+// What every activity of a worker shares: its dependencies, heartbeating with cancellation that
+// waits for the work to stop, the run's context from the worker's cache or its workflow, the
+// hosted provider by name, and the payload limit on what an activity returns.
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import { payloadLimitViolation } from '../src/seam/constants';
+import type { ContentBlock } from '../src/seam/content';
+import type { SubagentDelegate } from '../src/seam/delegation';
+import type { SubagentAgentProvider, SubagentHostedProvider, SubagentTurnProvider } from '../src/seam/provider';
+import { CachedRunContext, RunContextCache } from './run-context-cache';
+import type { RunContextSnapshot, TurnActivityInput } from './types';
+
+export interface ActivityDependencies {
+  providers: ReadonlyMap<string, SubagentHostedProvider>;
+  /** Reads the run's request and conversation from its workflow (a query: nothing is recorded). */
+  fetchRunContext(runId: string): Promise<RunContextSnapshot>;
+  /** Reads the messages waiting for the run's next turn from its workflow (a query). */
+  fetchPendingMessages(runId: string): Promise<ContentBlock[][]>;
+  cache?: RunContextCache;
+  /** How often the host heartbeats while an activity runs; cancellation arrives with heartbeats. */
+  heartbeatIntervalMs?: number;
+  /** How long cancelled work may take to stop before the activity reports cancellation anyway. */
+  cancelGraceMs?: number;
+  maxPayloadBytes: number;
+  /** Longest tool output handed back to the model; longer output is cut with a note. */
+  maxToolOutputBytes?: number;
+  /** Offered to providers as `context.delegate`: nested runs through the worker's service. */
+  delegate?: SubagentDelegate;
+}
+
+type Driver = 'turns' | 'agent-loop';
+
+export interface ActivityHost {
+  readonly deps: ActivityDependencies;
+  readonly cache: RunContextCache;
+  /** Runs `work` heartbeating; a cancelled activity reports cancellation whatever `work` threw. */
+  heartbeating<T>(work: (setDetails: (details: unknown) => void) => Promise<T>): Promise<T>;
+  /** The run's request and its conversation before `ref`: the worker's cache if it is exact, else the workflow's. */
+  runContext(
+    runId: string,
+    ref: TurnActivityInput['transcript'],
+    request: TurnActivityInput['request'],
+  ): Promise<CachedRunContext>;
+  /** The provider hosted under `name` for `driver`; `NO_PROVIDER` (not retried) otherwise. */
+  hosted<K extends Driver>(name: string, driver: K): K extends 'turns' ? SubagentTurnProvider : SubagentAgentProvider;
+  /** Fails for good with `PAYLOAD_TOO_LARGE` when `value` would not fit in one payload. */
+  assertWithinLimit(value: unknown, what: string): void;
+}
+
+export function createActivityHost(deps: ActivityDependencies): ActivityHost {
+  const cache = deps.cache ?? new RunContextCache();
+  const heartbeatIntervalMs = deps.heartbeatIntervalMs ?? 1000;
+  const cancelGraceMs = deps.cancelGraceMs ?? 10_000;
+
+  return {
+    deps,
+    cache,
+
+    async heartbeating(work) {
+      const activity = Context.current();
+      let cancellation: CancelledFailure | undefined;
+      activity.cancelled.catch((err: CancelledFailure) => {
+        cancellation = err;
+      });
+      // From the first moment, fetching the run's context included (it may wait on the workflow's
+      // worker). A turn shorter than one interval sends no heartbeat at all.
+      let details: unknown = activity.info.heartbeatDetails;
+      const timer = setInterval(() => activity.heartbeat(details), heartbeatIntervalMs);
+      const setDetails = (progress: unknown) => {
+        details = progress;
+        activity.heartbeat(progress);
+      };
+      try {
+        const result = await untilStoppedOrGrace(work(setDetails), activity.cancellationSignal, cancelGraceMs);
+        if (cancellation) throw cancellation;
+        return result;
+      } catch (err) {
+        throw cancellation ?? err;
+      } finally {
+        clearInterval(timer);
+      }
+    },
+
+    async runContext(runId, ref, request) {
+      const cached = cache.lookup(runId, ref);
+      if (cached) return cached;
+      const fresh: CachedRunContext =
+        request && ref.length === 0 ? { request, entries: [] } : await deps.fetchRunContext(runId);
+      // A fetched conversation may already hold later entries; keep only what came before `ref`.
+      fresh.entries = fresh.entries.slice(0, ref.length);
+      cache.put(runId, fresh);
+      return fresh;
+    },
+
+    hosted<K extends Driver>(name: string, driver: K) {
+      const provider = deps.providers.get(name);
+      if (!provider || (provider.driver ?? 'turns') !== driver) {
+        throw ApplicationFailure.nonRetryable(
+          `this worker does not host ${driver} provider "${name}" (it hosts: ${[...deps.providers.keys()].join(', ')})`,
+          'NO_PROVIDER',
+        );
+      }
+      return provider as K extends 'turns' ? SubagentTurnProvider : SubagentAgentProvider;
+    },
+
+    assertWithinLimit(value, what) {
+      const violation = payloadLimitViolation(value, deps.maxPayloadBytes, what);
+      if (violation) throw ApplicationFailure.nonRetryable(violation, 'PAYLOAD_TOO_LARGE');
+    },
+  };
+}
+
+/** The work's result; once `signal` aborts, at most `graceMs` more of waiting for it. */
+async function untilStoppedOrGrace<T>(work: Promise<T>, signal: AbortSignal, graceMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort = () => {};
+  // Rejects only if the grace runs out while the race is on, so it never rejects unobserved.
+  const graceOver = new Promise<never>((_, reject) => {
+    onAbort = () => {
+      timer = setTimeout(() => reject(signal.reason), graceMs);
+    };
+  });
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await Promise.race([work, graceOver]);
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', onAbort);
+  }
+}

@@ -1,0 +1,63 @@
+// One activity per tool of every hosted agent-loop provider, named after the tool, so history
+// reads as the child's actions. Arguments the model got wrong go back to it as a tool error; the
+// tool's output is cut to a size the model (and one payload) can take.
+import { Context } from '@temporalio/activity';
+import type { ContentBlock } from '../src/seam/content';
+import { type ToolCallOutcome, toolError } from '../src/seam/tool';
+import type { ActivityHost } from './host';
+import type { ToolActivityInput } from './types';
+
+export type ToolActivity = (input: ToolActivityInput) => Promise<ToolCallOutcome>;
+
+/** The tool activities of every hosted agent-loop provider, by tool name. */
+export function toolActivities(host: ActivityHost): Record<string, ToolActivity> {
+  const { deps } = host;
+  const maxToolOutputBytes = deps.maxToolOutputBytes ?? 256 * 1024;
+  const activities: Record<string, ToolActivity> = {};
+  for (const provider of deps.providers.values()) {
+    if (provider.driver !== 'agent-loop') continue;
+    for (const tool of provider.tools) {
+      activities[tool.name] = async (input) => {
+        // Two providers may each have a tool of this name: the run's own provider answers.
+        const owner = host.hosted(input.provider, 'agent-loop');
+        const implementation = owner.tools.find((candidate) => candidate.name === tool.name) ?? tool;
+        return host.heartbeating(async () => {
+          let args: unknown;
+          try {
+            args = input.arguments.trim() === '' ? {} : JSON.parse(input.arguments);
+          } catch {
+            return toolError(`invalid arguments: not JSON (${input.arguments.slice(0, 200)})`);
+          }
+          const signal = Context.current().cancellationSignal;
+          const parent = { runId: input.runId, signal, ...input.delegation, ...(input.cwd === undefined ? {} : { cwd: input.cwd }) };
+          const outcome = await implementation.execute(args, {
+            cwd: input.cwd,
+            signal,
+            runId: input.runId,
+            callId: input.callId,
+            ...(deps.delegate ? { delegate: (nested, request) => deps.delegate!(nested, request, parent) } : {}),
+          });
+          return truncated(outcome, maxToolOutputBytes);
+        });
+      };
+    }
+  }
+  return activities;
+}
+
+/** Cuts each text block so the whole outcome stays within `maxBytes`, saying how much was cut. */
+function truncated(outcome: ToolCallOutcome, maxBytes: number): ToolCallOutcome {
+  let budget = maxBytes;
+  const content = outcome.content.map((block): ContentBlock => {
+    if (block.type !== 'text') return block;
+    const bytes = Buffer.from(block.text);
+    if (bytes.length <= budget) {
+      budget -= bytes.length;
+      return block;
+    }
+    const kept = bytes.subarray(0, Math.max(budget, 0)).toString('utf8');
+    budget = 0;
+    return { type: 'text', text: `${kept}\n[output truncated: ${bytes.length - Buffer.byteLength(kept)} more bytes]` };
+  });
+  return { ...outcome, content };
+}

@@ -1,0 +1,99 @@
+// `subagentTurn`: one turn of a turn-based provider (scripted, acp, a hosted seam provider), with
+// the turn context the provider works in: its conversation, mid-turn messages, heartbeats, the
+// structured-output capture and nested delegation.
+import { randomUUID } from 'node:crypto';
+import { Context } from '@temporalio/activity';
+import type { ContentBlock } from '../src/seam/content';
+import { type SubagentDelegatingRun, delegationOf } from '../src/seam/delegation';
+import type { SubagentTurnContext } from '../src/seam/provider';
+import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
+import type { SubagentTurnResult } from '../src/seam/result';
+import type { StructuredOutputSchema } from '../src/seam/structured';
+import { createStructuredOutputRuntime } from '../src/structured/runtime';
+import { validateStructuredValue } from '../src/structured/schema';
+import type { ActivityHost } from './host';
+import type { TurnActivityInput, TurnActivityResult } from './types';
+
+/**
+ * One turn of a turn-based provider. Resolves with the turn's output; a non-retryable failure
+ * (unknown provider, output over the payload limit) fails at once, a cancelled run reports
+ * cancellation only after the provider has stopped (or `cancelGraceMs` passed).
+ */
+export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => Promise<TurnActivityResult> {
+  const { deps } = host;
+  return async function subagentTurn(input) {
+    const provider = host.hosted(input.provider, 'turns');
+    return host.heartbeating(async (setDetails) => {
+      const activity = Context.current();
+      const context = await host.runContext(input.runId, input.transcript, input.request);
+      const schema = context.request.outputSchema as StructuredOutputSchema | undefined;
+      const structuredOutput =
+        schema && provider.capabilities.outputSchema ? createStructuredOutputRuntime(schema) : undefined;
+      // Messages handed out mid-turn stay queued in the workflow until this turn's result
+      // lands, so a retried turn sees them again; `consumed` says how many were taken.
+      let consumed = 0;
+      const taken: ContentBlock[][] = [];
+      const turnContext: SubagentTurnContext = {
+        runId: input.runId,
+        segment: input.segment,
+        turn: input.turn,
+        attempt: activity.info.attempt,
+        request: context.request,
+        signal: activity.cancellationSignal,
+        transcript: async () => context.entries,
+        providerState: input.providerState,
+        takeMessages: async () => {
+          const fresh = (await deps.fetchPendingMessages(input.runId)).slice(consumed);
+          consumed += fresh.length;
+          taken.push(...fresh);
+          return fresh;
+        },
+        heartbeat: setDetails,
+        lastHeartbeat: activity.info.heartbeatDetails,
+        ...(structuredOutput ? { structuredOutput } : {}),
+        ...(deps.delegate
+          ? {
+              delegate: (nested, request) =>
+                deps.delegate!(nested, request, delegatingRun(input.runId, context.request, activity.cancellationSignal)),
+            }
+          : {}),
+      };
+      const returned = await provider.runTurn(input.input, turnContext);
+      const result = withStructured(returned, schema, structuredOutput?.captured);
+      host.assertWithinLimit(result, `the turn output of provider "${input.provider}"`);
+      const outputId = randomUUID();
+      host.cache.put(input.runId, {
+        request: context.request,
+        entries: [
+          ...context.entries,
+          ...[...input.input, ...taken].map((content): TranscriptEntry => ({ kind: 'user', content })),
+          { kind: 'assistant', id: outputId, content: result.output, stopReason: result.stopReason },
+        ],
+      });
+      return { ...result, outputId, consumedMessages: consumed };
+    });
+  };
+}
+
+/** This run as the parent of the runs it delegates: its depth, cap, cwd and model. */
+function delegatingRun(runId: string, request: ResolvedSubagentRequest, signal: AbortSignal): SubagentDelegatingRun {
+  return { runId, signal, ...delegationOf(request), ...(request.parent.cwd === undefined ? {} : { cwd: request.parent.cwd }) };
+}
+
+/**
+ * The turn result with `structured` set only from a valid capture: the runtime's, or one the
+ * provider captured itself (a hosted seam provider), checked against the run's schema here.
+ */
+function withStructured(
+  result: SubagentTurnResult,
+  schema: StructuredOutputSchema | undefined,
+  captured: { value: unknown } | undefined,
+): SubagentTurnResult {
+  const { structured, ...rest } = result;
+  if (!schema) return rest;
+  if (captured) return { ...rest, structured: captured.value };
+  if (structured === undefined) return rest;
+  const violations = validateStructuredValue(schema, structured);
+  if (violations.length === 0) return { ...rest, structured };
+  return { ...rest, stopReason: 'error', diagnostic: `the provider's structured result is invalid: ${violations.join('; ')}` };
+}

@@ -1,0 +1,92 @@
+// The activities' contract with the run workflow: each activity's input and output, and the names
+// they take in history. Plain data only; the workflow imports this module by type.
+import type { ContentBlock, JsonValue } from '../src/seam/content';
+import type { SubagentDelegation } from '../src/seam/delegation';
+import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
+import type { SubagentStopReason, SubagentTurnResult, SubagentUsage } from '../src/seam/result';
+
+/** The activity that runs one turn of a turn-based provider. */
+export const TURN_ACTIVITY = 'subagentTurn';
+/** The activity that runs one model call of an agent-loop provider. */
+export const MODEL_CALL_ACTIVITY = 'subagentModelCall';
+/** Names the activities take in history besides the tools' own; no tool may take one. */
+export const RESERVED_ACTIVITY_NAMES: readonly string[] = [TURN_ACTIVITY, MODEL_CALL_ACTIVITY];
+
+/** Input of the `subagentTurn` activity: one turn of a turn-based provider. */
+export interface TurnActivityInput {
+  provider: string;
+  runId: string;
+  segment: number;
+  /** Turn number over the child's whole life (resumes continue the count). */
+  turn: number;
+  /** The user messages this turn answers: the prompt, steering messages or resume content, in order. */
+  input: ContentBlock[][];
+  /**
+   * The conversation recorded before this turn, by reference: its length and the id of its last
+   * assistant entry. A worker whose cache does not match exactly fetches it from the workflow.
+   */
+  transcript: { length: number; lastAssistantId?: string };
+  /** Sent with a run's first turn only; later turns read it from the worker's cache or the workflow. */
+  request?: ResolvedSubagentRequest;
+  /** What the provider's previous turn left for it (`providerState`). */
+  providerState?: JsonValue;
+}
+
+export interface TurnActivityResult extends SubagentTurnResult {
+  /** Names this output in the conversation, so a worker can tell whether its cache is current. */
+  outputId: string;
+  /** How many waiting messages the turn took mid-turn (`takeMessages`), oldest first. */
+  consumedMessages: number;
+}
+
+/** Input of the `subagentModelCall` activity: one model call of an agent-loop provider. */
+export interface ModelCallInput {
+  provider: string;
+  runId: string;
+  segment: number;
+  turn: number;
+  /** The conversation up to the last assistant message, by reference (see `TurnActivityInput`). */
+  transcript: { length: number; lastAssistantId?: string };
+  /** What came after it: tool results and user messages, in order. */
+  delta: TranscriptEntry[];
+  /** Sent with the run's first model call only. */
+  request?: ResolvedSubagentRequest;
+}
+
+/** A tool call the model made; `answer` is set when the model-call activity already answered it. */
+export interface ModelToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+  answer?: { content: ContentBlock[]; isError: boolean };
+}
+
+export interface ModelCallResult {
+  outputId: string;
+  /** The assistant message: text blocks, then one tool-call block per call. */
+  content: ContentBlock[];
+  /** `completed` when the model stopped or called tools; `max-tokens`, `refusal` or `error` otherwise. */
+  stopReason: SubagentStopReason;
+  diagnostic?: string;
+  toolCalls: ModelToolCall[];
+  /** A value captured by `structured_output` in this response; it ends the turn. */
+  structured?: unknown;
+  usage?: SubagentUsage;
+}
+
+/** Input of a tool activity (its type is the tool's name). */
+export interface ToolActivityInput {
+  provider: string;
+  runId: string;
+  callId: string;
+  arguments: string;
+  cwd?: string;
+  /** The run as a parent, for tools that delegate: its depth, its cap, its model. */
+  delegation: SubagentDelegation;
+}
+
+/** What `runContextQuery` returns: the run's request and its whole conversation. */
+export interface RunContextSnapshot {
+  request: ResolvedSubagentRequest;
+  entries: TranscriptEntry[];
+}

@@ -1,0 +1,203 @@
+// The audit trail of a run read from its whole Temporal history, across every continue-as-new, as
+// seam-level records (start, messages, turns, model and tool calls, permission decisions,
+// cancel, results, close); `exportAudit` seals them into the hash chain of chain.ts.
+import { Client, WorkflowNotFoundError } from '@temporalio/client';
+import { decodeArrayFromPayloads, decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
+import { temporal } from '@temporalio/proto';
+import {
+  MODEL_CALL_ACTIVITY,
+  type ModelCallResult,
+  RESERVED_ACTIVITY_NAMES,
+  TURN_ACTIVITY,
+  type TurnActivityResult,
+} from '../../activities/types';
+import type { SegmentResultReply, SubagentRunInput, SubagentRunOutcome } from '../../workflows/definitions';
+import { SubagentError } from '../seam/errors';
+import type { SubagentPermissionDecision } from '../seam/result';
+import { type AuditDraft, type AuditRecord, sealAudit } from './chain';
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+const { EventType } = temporal.api.enums.v1;
+
+/**
+ * The run's records in history order, header first. Rejects with `UNKNOWN_RUN` for an id with
+ * no workflow. Payloads are decoded with the client's data converter (its codec decrypts them).
+ */
+export async function exportAudit(client: Client, runId: string): Promise<AuditRecord[]> {
+  const drafts: AuditDraft[] = [];
+  for await (const draft of auditDrafts(client, runId, false)) drafts.push(draft);
+  return sealAudit(runId, drafts);
+}
+
+/**
+ * Yields records as the run makes history, across continue-as-new, until it closes (or only
+ * what exists so far when `follow` is false). Records are not chained: `exportAudit` seals them.
+ */
+export async function* auditDrafts(client: Client, runId: string, follow: boolean): AsyncGenerator<AuditDraft> {
+  const converter = client.options.loadedDataConverter;
+  let temporalRunId: string | undefined = await firstRunId(client, runId);
+  let segment = 0;
+  const reportedSegments = new Set<number>();
+  while (temporalRunId) {
+    const scheduled = new Map<string, { type: string; input: unknown }>();
+    let next: string | undefined;
+    const current = temporalRunId;
+    for await (const event of historyEvents(client, runId, current, follow)) {
+      const time = event.eventTime ? new Date(Number(event.eventTime.seconds) * 1000 + Math.floor((event.eventTime.nanos ?? 0) / 1e6)).toISOString() : '';
+      const draft = (type: string, data: unknown): AuditDraft => ({ type, time, data: { temporalRunId: current, ...((data as object) ?? {}) } });
+      switch (event.eventType) {
+        case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED: {
+          const attributes = event.workflowExecutionStartedEventAttributes!;
+          const [input] = (await decodeArrayFromPayloads(converter, attributes.input?.payloads)) as [SubagentRunInput];
+          segment = input.carried?.segment ?? 0;
+          if (!input.carried) {
+            yield draft('start', { provider: input.provider, driver: input.driver, request: input.request, settings: input.settings });
+          } else {
+            yield draft('continue', { segment, turn: input.carried.turn, pendingMessages: input.carried.pending.length });
+          }
+          break;
+        }
+        case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED: {
+          const attributes = event.workflowExecutionSignaledEventAttributes!;
+          const [args] = await decodeArrayFromPayloads(converter, attributes.input?.payloads);
+          if (attributes.signalName === 'sendMessage') yield draft('message', { content: (args as { content: unknown }).content });
+          else if (attributes.signalName === 'childStarted') yield draft('child.start', args);
+          break;
+        }
+        case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED: {
+          const request = event.workflowExecutionUpdateAcceptedEventAttributes!.acceptedRequest?.input;
+          if (request?.name === 'resume' || request?.name === 'dispose') {
+            const [args] = await decodeArrayFromPayloads(converter, request.args?.payloads);
+            yield draft(request.name, args);
+          }
+          break;
+        }
+        case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED: {
+          const success = event.workflowExecutionUpdateCompletedEventAttributes!.outcome?.success;
+          if (!success?.payloads?.length) break;
+          const reply = (await decodeFromPayloadsAtIndex(converter, 0, success.payloads)) as SegmentResultReply | undefined;
+          // Every caller's wait for a segment answers with the same result: record it once.
+          if (reply && typeof reply === 'object' && 'settled' in reply && !reportedSegments.has(reply.settled.segment)) {
+            reportedSegments.add(reply.settled.segment);
+            yield draft('result', reply.settled);
+          }
+          break;
+        }
+        case EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: {
+          const attributes = event.activityTaskScheduledEventAttributes!;
+          const [input] = await decodeArrayFromPayloads(converter, attributes.input?.payloads);
+          scheduled.set(String(event.eventId), { type: attributes.activityType?.name ?? '', input });
+          break;
+        }
+        case EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: {
+          const attributes = event.activityTaskCompletedEventAttributes!;
+          const activity = scheduled.get(String(attributes.scheduledEventId));
+          if (!activity) break;
+          const result = await decodeFromPayloadsAtIndex(converter, 0, attributes.result?.payloads);
+          for (const record of activityRecords(activity.type, activity.input, result)) yield draft(record.type, record.data);
+          break;
+        }
+        case EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+        case EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+        case EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED: {
+          const attributes = event.activityTaskFailedEventAttributes ?? event.activityTaskTimedOutEventAttributes ?? event.activityTaskCanceledEventAttributes;
+          const activity = scheduled.get(String(attributes?.scheduledEventId));
+          const failure = event.activityTaskFailedEventAttributes?.failure ?? event.activityTaskTimedOutEventAttributes?.failure;
+          const outcome = event.activityTaskCanceledEventAttributes ? 'cancelled' : event.activityTaskTimedOutEventAttributes ? 'timed out' : 'failed';
+          yield draft('activity.failed', { activity: activity?.type, outcome, ...(failure?.message ? { failure: failure.message } : {}) });
+          break;
+        }
+        case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
+          yield draft('cancel', { cause: event.workflowExecutionCancelRequestedEventAttributes?.cause ?? '' });
+          break;
+        case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+          next = event.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
+          break;
+        case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: {
+          const outcome = (await decodeFromPayloadsAtIndex(converter, 0, event.workflowExecutionCompletedEventAttributes?.result?.payloads)) as SubagentRunOutcome;
+          yield draft('close', { closedBy: outcome.closedBy, segment: outcome.segment, stopReason: outcome.result.stopReason, undeliveredMessages: outcome.undeliveredMessages });
+          break;
+        }
+        case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED:
+          yield draft('close', { closedBy: 'terminated', reason: event.workflowExecutionTerminatedEventAttributes?.reason ?? '' });
+          break;
+        default:
+          break;
+      }
+    }
+    temporalRunId = next;
+  }
+}
+
+
+/** The seam-level records one completed activity stands for. */
+function activityRecords(type: string, input: unknown, result: unknown): { type: string; data: unknown }[] {
+  const permissions = (decisions: SubagentPermissionDecision[] | undefined) =>
+    (decisions ?? []).map((decision) => ({ type: 'permission', data: decision }));
+  if (type === TURN_ACTIVITY) {
+    const turnInput = input as { turn: number; input: unknown };
+    const turn = result as TurnActivityResult;
+    return [
+      ...permissions(turn.permissions),
+      {
+        type: 'turn',
+        data: {
+          turn: turnInput.turn,
+          input: turnInput.input,
+          output: turn.output,
+          stopReason: turn.stopReason,
+          ...(turn.structured === undefined ? {} : { structured: turn.structured }),
+          ...(turn.diagnostic ? { diagnostic: turn.diagnostic } : {}),
+        },
+      },
+    ];
+  }
+  if (type === MODEL_CALL_ACTIVITY) {
+    const call = input as { turn: number; delta: unknown };
+    const response = result as ModelCallResult;
+    return [
+      {
+        type: 'model.call',
+        data: {
+          turn: call.turn,
+          input: call.delta,
+          output: response.content,
+          stopReason: response.stopReason,
+          ...(response.usage ? { usage: response.usage } : {}),
+          ...(response.structured === undefined ? {} : { structured: response.structured }),
+          ...(response.diagnostic ? { diagnostic: response.diagnostic } : {}),
+        },
+      },
+    ];
+  }
+  if (RESERVED_ACTIVITY_NAMES.includes(type)) return [];
+  const call = input as { callId: string; arguments: string };
+  return [{ type: 'tool.call', data: { tool: type, callId: call.callId, arguments: call.arguments, result } }];
+}
+
+async function firstRunId(client: Client, runId: string): Promise<string> {
+  try {
+    const { raw } = await client.workflow.getHandle(runId).describe();
+    const info = raw.workflowExecutionInfo;
+    return info?.firstRunId || info?.execution?.runId || '';
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) throw new SubagentError(`no subagent run with id "${runId}"`, 'UNKNOWN_RUN', { cause: err });
+    throw err;
+  }
+}
+
+/** One Temporal run's events; with `follow`, waiting for new ones until the run closes. */
+async function* historyEvents(client: Client, workflowId: string, runId: string, follow: boolean): AsyncGenerator<HistoryEvent> {
+  let nextPageToken: Uint8Array | undefined;
+  for (;;) {
+    const response = await client.workflowService.getWorkflowExecutionHistory({
+      namespace: client.options.namespace,
+      execution: { workflowId, runId },
+      waitNewEvent: follow,
+      ...(nextPageToken ? { nextPageToken } : {}),
+    });
+    for (const event of response.history?.events ?? []) yield event;
+    if (!response.nextPageToken?.length) return;
+    nextPageToken = response.nextPageToken;
+  }
+}

@@ -1,0 +1,79 @@
+// What every `subagents` command shares: parsed flags, output (human or `--json`), exit codes,
+// and a client connection to the configured server.
+import { Client, WorkflowNotFoundError } from '@temporalio/client';
+import { type SubagentClientConnection, connectClient } from '../client/connect';
+import { TemporalSubagentService } from '../client/service';
+import { BUILTIN_PROVIDERS, builtinProvider } from '../providers/from-env';
+import { SubagentError } from '../seam/errors';
+
+export const EXIT = { ok: 0, notCompleted: 1, usage: 2, unknownRun: 3, unreachable: 4, tampered: 5, failed: 6 } as const;
+
+/** A failure with the exit code it means; its message is printed as is. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
+    super(message);
+  }
+}
+
+export interface Flags {
+  json: boolean;
+  values: Record<string, string | boolean | undefined>;
+  positionals: string[];
+}
+
+/** Prints the human line, or `data` as one JSON line with `--json`. */
+export const out = (flags: Flags, human: string, data: unknown) => console.log(flags.json ? JSON.stringify(data) : human);
+
+export function need(value: string | undefined, usage: string): string {
+  if (!value) throw new CliError(`usage: subagents ${usage}`, EXIT.usage);
+  return value;
+}
+
+/** How long a command waits for the server to answer before it says it is unreachable. */
+const CONNECT_TIMEOUT_MS = 5000;
+
+/** Runs `fn` with a client of the configured server (127.0.0.1:7233 when none is), then closes it. */
+export async function withClient(fn: (temporal: SubagentClientConnection) => Promise<number>): Promise<number> {
+  let temporal: SubagentClientConnection;
+  try {
+    temporal = await connectClient({ connectTimeoutMs: CONNECT_TIMEOUT_MS });
+  } catch (err) {
+    if (!(err instanceof SubagentError && err.code === 'UNAVAILABLE')) throw err;
+    throw new CliError(`${err.message}: start one with \`subagents dev\` or set TEMPORAL_ADDRESS`, EXIT.unreachable);
+  }
+  try {
+    return await fn(temporal);
+  } finally {
+    await temporal.close();
+  }
+}
+
+/** A service that knows the built-in providers' descriptors, and a plain one for any other name. */
+export function serviceFor(client: Client, provider: string): TemporalSubagentService {
+  const service = new TemporalSubagentService({ client, logger: { warn: (message) => console.error(message) } });
+  service.registerProvider(
+    BUILTIN_PROVIDERS.includes(provider) && provider !== 'acp'
+      ? builtinProvider(provider)
+      : {
+          name: provider,
+          capabilities: { outputSchema: false, depthLimit: false, toolFilter: false },
+          inheritsParentContext: false,
+          steering: true,
+          resumable: true,
+        },
+  );
+  return service;
+}
+
+/** The run's description; an unknown id is exit 3. */
+export async function describeOrUnknown(handle: ReturnType<Client['workflow']['getHandle']>, id: string) {
+  try {
+    return await handle.describe();
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) throw new CliError(`no subagent run with id "${id}"`, EXIT.unknownRun);
+    throw err;
+  }
+}

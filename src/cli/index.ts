@@ -1,0 +1,110 @@
+#!/usr/bin/env node
+// `subagents`: operate durable subagent runs from a terminal. `dev` runs the embedded server and a
+// worker; the other commands talk to the configured server (TEMPORAL_ADDRESS or a Temporal CLI
+// profile; default 127.0.0.1:7233, where `dev` listens) and never load the Temporal worker.
+// Human output by default, `--json` for scripts; exit codes in USAGE below.
+import { parseArgs } from 'node:util';
+import { SubagentError } from '../seam/errors';
+import { ensureSearchAttributes } from '../temporal/search-attributes';
+import { auditExport, auditVerify } from './audit';
+import { CliError, EXIT, Flags, need, out, withClient } from './common';
+import { cancel, list, logs, resume, send, show, start } from './runs';
+
+const USAGE = `usage: subagents <command> [options]
+
+  dev [--port N] [--ui-port N]            embedded Temporal server (.data/temporal.db) and a worker
+                                          hosting SUBAGENT_PROVIDERS (default scripted,spawn,fork)
+  worker                                  a worker for SUBAGENT_PROVIDERS against TEMPORAL_ADDRESS
+  setup                                   register the runs' search attributes on the namespace
+  start <provider> <prompt> [--schema FILE] [--cwd DIR] [--max-depth N] [--agent-options JSON] [--wait]
+  list [--provider P] [--status running|parked|closed] [--limit N]
+  show <id>
+  send <id> <message>
+  cancel <id>
+  resume <id> <message> [--wait]
+  logs <id> [--no-follow]                 the run's records as they happen
+  audit export <id> [--out FILE]          the run's whole history as hash-chained JSONL
+  audit verify <file>                     checks a chain; exits 5 if a record was changed
+
+options: --json (machine-readable output), --help
+environment: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS*, TEMPORAL_PROFILE and
+             TEMPORAL_CONFIG_FILE (as the Temporal CLI reads them), SUBAGENT_ENCRYPTION_KEYS
+exit codes: 0 done; 1 the run ended without completing; 2 usage error; 3 unknown run;
+            4 Temporal server unreachable; 5 audit verification failed; 6 any other error`;
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+      wait: { type: 'boolean', default: false },
+      'no-follow': { type: 'boolean', default: false },
+      schema: { type: 'string' },
+      'agent-options': { type: 'string' },
+      cwd: { type: 'string' },
+      'max-depth': { type: 'string' },
+      provider: { type: 'string' },
+      status: { type: 'string' },
+      limit: { type: 'string' },
+      out: { type: 'string' },
+      port: { type: 'string' },
+      'ui-port': { type: 'string' },
+    },
+  });
+  const flags: Flags = { json: Boolean(values.json), values, positionals };
+  const [command, ...rest] = positionals;
+  if (values.help || !command) {
+    console.log(USAGE);
+    return values.help ? EXIT.ok : EXIT.usage;
+  }
+  switch (command) {
+    case 'dev':
+      return (await import('./server')).dev(flags);
+    case 'worker':
+      return (await import('./server')).worker();
+    case 'audit':
+      if (rest[0] === 'verify') return auditVerify(flags, need(rest[1], 'audit verify <file>'));
+      if (rest[0] === 'export') return withClient(({ client }) => auditExport(flags, client, need(rest[1], 'audit export <id>')));
+      throw new CliError('usage: subagents audit export <id> | audit verify <file>', EXIT.usage);
+    case 'setup':
+      return withClient(async ({ connection, namespace }) => {
+        const added = await ensureSearchAttributes(connection, namespace);
+        out(flags, added.length ? `registered ${added.join(', ')} on ${namespace}` : `search attributes already registered on ${namespace}`, { added });
+        return EXIT.ok;
+      });
+    case 'start':
+      return withClient(({ client }) => start(flags, client, need(rest[0], 'start <provider> <prompt>'), need(rest[1], 'start <provider> <prompt>')));
+    case 'list':
+      return withClient(({ client }) => list(flags, client));
+    case 'show':
+      return withClient(({ client }) => show(flags, client, need(rest[0], 'show <id>')));
+    case 'send':
+      return withClient(({ client }) => send(flags, client, need(rest[0], 'send <id> <message>'), need(rest[1], 'send <id> <message>')));
+    case 'cancel':
+      return withClient(({ client }) => cancel(flags, client, need(rest[0], 'cancel <id>')));
+    case 'resume':
+      return withClient(({ client }) => resume(flags, client, need(rest[0], 'resume <id> <message>'), need(rest[1], 'resume <id> <message>')));
+    case 'logs':
+      return withClient(({ client }) => logs(flags, client, need(rest[0], 'logs <id>')));
+    default:
+      throw new CliError(`unknown command "${command}"\n\n${USAGE}`, EXIT.usage);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    if (err instanceof CliError) {
+      console.error(err.message);
+      process.exit(err.exitCode);
+    }
+    if (err instanceof SubagentError) {
+      console.error(`${err.code}: ${err.message}`);
+      process.exit(err.code === 'UNKNOWN_RUN' ? EXIT.unknownRun : err.code === 'UNAVAILABLE' ? EXIT.unreachable : EXIT.failed);
+    }
+    console.error(err instanceof Error ? err.message : String(err));
+    process.exit(EXIT.failed);
+  },
+);

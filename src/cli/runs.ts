@@ -1,0 +1,214 @@
+// The commands that operate runs: start, list, show, send, cancel, resume, logs. Each talks to
+// the configured server through a client connection; none loads the Temporal worker.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Client } from '@temporalio/client';
+import { type SubagentRunStatus, sendMessageSignal, statusQuery } from '../../workflows/definitions';
+import { type AuditRecord, auditDrafts } from '../audit';
+import { runStarted } from '../client/run-handle';
+import { RUN_ID_PREFIX } from '../seam/constants';
+import { type ContentBlock, textContent, textOf } from '../seam/content';
+import type { SubagentResult } from '../seam/result';
+import { CliError, EXIT, Flags, describeOrUnknown, out, serviceFor } from './common';
+
+export async function start(flags: Flags, client: Client, provider: string, prompt: string): Promise<number> {
+  const service = serviceFor(client, provider);
+  const schema = flags.values.schema ? (JSON.parse(readFileSync(String(flags.values.schema), 'utf8')) as Record<string, unknown>) : undefined;
+  const maxDepth = flags.values['max-depth'] === undefined ? undefined : Number(flags.values['max-depth']);
+  const cwd = resolve(String(flags.values.cwd ?? process.cwd()));
+  const agentOptions = flags.values['agent-options'] === undefined ? undefined : (JSON.parse(String(flags.values['agent-options'])) as Record<string, unknown>);
+  const run = service.start(provider, {
+    prompt: textContent(prompt),
+    ...(agentOptions ? { agentOptions } : {}),
+    parent: { id: 'subagents-cli', session: { header: { id: 'subagents-cli', cwd } } },
+    ...(schema ? { outputSchema: schema } : {}),
+    ...(maxDepth === undefined ? {} : { maxDepth }),
+  });
+  if (!flags.values.wait) {
+    await runStarted(run);
+    out(flags, run.id, { id: run.id });
+    return EXIT.ok;
+  }
+  await runStarted(run);
+  if (!flags.json) console.error(`started ${run.id}`);
+  return waitAndPrint(flags, client, run.id, run.result);
+}
+
+/** Shows progress on stderr while waiting (human mode), then the result; exit 1 unless completed. */
+async function waitAndPrint(flags: Flags, client: Client, runId: string, result: Promise<SubagentResult>): Promise<number> {
+  const progress = flags.json ? undefined : followProgress(client, runId);
+  const settled = await result;
+  await progress?.finish();
+  out(flags, `${settled.stopReason}: ${textOf(settled.output)}${settled.structured === undefined ? '' : `\n${JSON.stringify(settled.structured)}`}`, { id: runId, ...settled });
+  return settled.stopReason === 'completed' ? EXIT.ok : EXIT.notCompleted;
+}
+
+/** Prints the run's records on stderr as they happen; `finish` prints what the follower had not reached yet. */
+function followProgress(client: Client, runId: string): { finish(): Promise<void> } {
+  const startedAt = Date.now();
+  let printed = 0;
+  let stopped = false;
+  const print = (records: Pick<AuditRecord, 'type' | 'data'>[], from: number) => {
+    for (const record of records.slice(from)) {
+      const line = describeRecord(record);
+      if (line) console.error(`  ${((Date.now() - startedAt) / 1000).toFixed(1).padStart(5)}s  ${line}`);
+    }
+  };
+  void (async () => {
+    for await (const record of auditDrafts(client, runId, true)) {
+      if (stopped) return;
+      print([record], 0);
+      printed++;
+    }
+  })().catch(() => undefined);
+  return {
+    async finish() {
+      stopped = true;
+      const records = [];
+      for await (const record of auditDrafts(client, runId, false)) records.push(record);
+      print(records, printed);
+    },
+  };
+}
+
+export async function list(flags: Flags, client: Client): Promise<number> {
+  const clauses = [`WorkflowType = 'subagentRunWorkflow'`];
+  const quote = (value: string) => `'${value.replaceAll("'", "\\'")}'`;
+  if (flags.values.provider) clauses.push(`SubagentProvider = ${quote(String(flags.values.provider))}`);
+  if (flags.values.status) clauses.push(`SubagentStatus = ${quote(String(flags.values.status))}`);
+  const limit = Number(flags.values.limit ?? 50);
+  const rows: Record<string, unknown>[] = [];
+  for await (const execution of client.workflow.list({ query: clauses.join(' AND ') })) {
+    const attributes = execution.searchAttributes as Record<string, unknown[] | undefined>;
+    rows.push({
+      id: execution.workflowId,
+      provider: attributes.SubagentProvider?.[0],
+      status: attributes.SubagentStatus?.[0] ?? execution.status.name.toLowerCase(),
+      stopReason: attributes.SubagentStopReason?.[0],
+      depth: attributes.SubagentDepth?.[0],
+      parentRunId: attributes.SubagentParentRunId?.[0],
+      started: execution.startTime.toISOString(),
+    });
+    if (rows.length >= limit) break;
+  }
+  if (flags.json) console.log(JSON.stringify(rows));
+  else if (rows.length === 0) console.log('no runs');
+  else for (const row of rows) console.log(`${row.id}  ${row.provider ?? '?'}  ${row.status}${row.stopReason ? ` (${row.stopReason})` : ''}  depth ${row.depth ?? '?'}  ${row.started}`);
+  return EXIT.ok;
+}
+
+export async function show(flags: Flags, client: Client, id: string): Promise<number> {
+  const handle = client.workflow.getHandle(id);
+  const description = await describeOrUnknown(handle, id);
+  const attributes = description.searchAttributes as Record<string, unknown[] | undefined>;
+  let status: SubagentRunStatus | undefined;
+  try {
+    status = await client.connection.withDeadline(Date.now() + 5000, () => handle.query(statusQuery));
+  } catch {
+    // No worker answers queries right now; the search attributes still tell the state.
+  }
+  const data = {
+    id,
+    temporalStatus: description.status.name,
+    provider: status?.provider ?? attributes.SubagentProvider?.[0],
+    status: attributes.SubagentStatus?.[0],
+    stopReason: attributes.SubagentStopReason?.[0],
+    depth: status?.depth ?? attributes.SubagentDepth?.[0],
+    parentRunId: status?.parentRunId ?? attributes.SubagentParentRunId?.[0],
+    started: description.startTime.toISOString(),
+    ...(status
+      ? {
+          segment: status.segment,
+          phase: status.phase,
+          turns: status.turns,
+          pendingMessages: status.pendingMessages,
+          usage: status.usage,
+          children: status.children,
+          resumableUntil: status.resumableUntil === undefined ? undefined : new Date(status.resumableUntil).toISOString(),
+          lastResult: status.lastResult,
+        }
+      : {}),
+  };
+  const human = [
+    `${id}`,
+    `  provider ${data.provider ?? '?'}, depth ${data.depth ?? '?'}${data.parentRunId ? `, parent ${data.parentRunId}` : ''}`,
+    `  status ${data.status ?? data.temporalStatus}${data.stopReason ? ` (${data.stopReason})` : ''}${status ? `, segment ${status.segment}, ${status.turns} turns, ${status.pendingMessages} messages waiting` : ''}`,
+    ...(status ? [`  tokens ${status.usage.promptTokens} prompt + ${status.usage.completionTokens} completion`] : []),
+    ...(status?.children.length ? [`  children ${status.children.join(', ')}`] : []),
+    ...(data.resumableUntil ? [`  resumable until ${data.resumableUntil}`] : []),
+    ...(status?.lastResult ? [`  last result: ${textOf(status.lastResult.output)}`] : []),
+  ].join('\n');
+  out(flags, human, data);
+  return EXIT.ok;
+}
+
+export async function send(flags: Flags, client: Client, id: string, message: string): Promise<number> {
+  const handle = client.workflow.getHandle(id);
+  await describeOrUnknown(handle, id);
+  await handle.signal(sendMessageSignal, { content: textContent(message) });
+  out(flags, `sent to ${id}`, { id, sent: true });
+  return EXIT.ok;
+}
+
+export async function cancel(flags: Flags, client: Client, id: string): Promise<number> {
+  const handle = client.workflow.getHandle(id);
+  await describeOrUnknown(handle, id);
+  await handle.cancel();
+  out(flags, `cancel requested for ${id}`, { id, cancelRequested: true });
+  return EXIT.ok;
+}
+
+export async function resume(flags: Flags, client: Client, id: string, message: string): Promise<number> {
+  const provider = id.startsWith(RUN_ID_PREFIX) ? id.slice(RUN_ID_PREFIX.length, id.lastIndexOf(':')) : '';
+  const service = serviceFor(client, provider);
+  const attached = service.attach(id);
+  await attached.result;
+  if (!attached.resume) throw new CliError(`run ${id} cannot be resumed`, EXIT.failed);
+  const resumed = attached.resume(textContent(message));
+  if (!flags.values.wait) {
+    await runStarted(resumed);
+    out(flags, `resumed ${id}`, { id, resumed: true });
+    return EXIT.ok;
+  }
+  return waitAndPrint(flags, client, id, resumed.result);
+}
+
+export async function logs(flags: Flags, client: Client, id: string): Promise<number> {
+  for await (const record of auditDrafts(client, id, !flags.values['no-follow'])) {
+    if (flags.json) console.log(JSON.stringify(record));
+    else console.log(`${record.time}  ${describeRecord(record) ?? record.type}`);
+  }
+  return EXIT.ok;
+}
+
+/** One line for a record, for humans; undefined for records not worth a progress line. */
+function describeRecord(record: Pick<AuditRecord, 'type' | 'data'>): string | undefined {
+  const data = record.data as Record<string, unknown>;
+  const content = (value: unknown) => (Array.isArray(value) ? textOf(value as ContentBlock[]) : '');
+  switch (record.type) {
+    case 'start':
+      return `started on ${String(data.provider)}: ${content((data.request as { prompt: unknown }).prompt)}`;
+    case 'message':
+      return `message: ${content(data.content)}`;
+    case 'resume':
+      return `resume: ${content(data.content)}`;
+    case 'turn':
+      return `turn ${String(data.turn)} ${String(data.stopReason)}: ${content(data.output)}`;
+    case 'model.call':
+      return `model call (turn ${String(data.turn)}) ${String(data.stopReason)}: ${content(data.output)}`;
+    case 'tool.call':
+      return `tool ${String(data.tool)}(${String(data.arguments)})`;
+    case 'permission':
+      return `permission ${String(data.decision)}: ${String(data.toolCall)}`;
+    case 'result':
+      return `result of segment ${String(data.segment)}: ${String((data.result as SubagentResult).stopReason)}`;
+    case 'cancel':
+      return 'cancel requested';
+    case 'close':
+      return `closed (${String(data.closedBy)})`;
+    case 'activity.failed':
+      return `${String(data.activity)} ${String(data.outcome)}${data.failure ? `: ${String(data.failure)}` : ''}`;
+    default:
+      return undefined;
+  }
+}

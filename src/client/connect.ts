@@ -1,0 +1,51 @@
+// `connectClient`: the connection a process that only starts and watches runs uses. A plain
+// gRPC client connection, so the process never loads the Temporal worker's native runtime.
+import { Client, Connection } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
+import { connectionOptionsOf, dataConverterFromEnv, temporalSettingsFromEnv, unreachable } from '../temporal/config';
+
+/** Where `subagents dev` serves, and where a client looks when no server is configured. */
+export const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233';
+
+export interface SubagentClientConnection {
+  readonly address: string;
+  readonly namespace: string;
+  readonly connection: Connection;
+  /** With the environment's encryption (SUBAGENT_ENCRYPTION_KEYS) on its data converter. */
+  readonly client: Client;
+  readonly dataConverter?: DataConverter;
+  close(): Promise<void>;
+}
+
+export interface ConnectClientOptions {
+  env?: NodeJS.ProcessEnv;
+  /** How long to wait for the server to answer; default 10 s. */
+  connectTimeoutMs?: number;
+}
+
+/**
+ * Connects a client to the configured server (see `temporalSettingsFromEnv`), or to
+ * 127.0.0.1:7233 when none is. Rejects with `UNAVAILABLE` when the server does not answer in
+ * time, `INVALID_CONFIG` for a configuration that cannot work. The caller must `close()`.
+ */
+export async function connectClient(options: ConnectClientOptions = {}): Promise<SubagentClientConnection> {
+  const settings = temporalSettingsFromEnv(options.env) ?? { address: DEFAULT_TEMPORAL_ADDRESS, namespace: 'default' };
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({
+      ...connectionOptionsOf(settings),
+      ...(options.connectTimeoutMs === undefined ? {} : { connectTimeout: options.connectTimeoutMs }),
+    });
+  } catch (err) {
+    throw unreachable(settings.address, err);
+  }
+  const dataConverter = dataConverterFromEnv(options.env);
+  return {
+    address: settings.address,
+    namespace: settings.namespace,
+    connection,
+    client: new Client({ connection, namespace: settings.namespace, ...(dataConverter ? { dataConverter } : {}) }),
+    ...(dataConverter ? { dataConverter } : {}),
+    close: () => connection.close(),
+  };
+}

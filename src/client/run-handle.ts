@@ -1,0 +1,341 @@
+// The caller's handle on one segment of a durable run: `SubagentRun` over a workflow. Operations
+// are Temporal calls on the run's workflow id; the handle remembers what it has observed (its
+// segment, whether it settled) so misuse fails synchronously with a typed error.
+import { randomUUID } from 'node:crypto';
+import {
+  Client,
+  WorkflowHandle,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+} from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import {
+  type SegmentOutcome,
+  type SegmentResultReply,
+  type SubagentRunOutcome,
+  disposeUpdate,
+  resumeUpdate,
+  segmentResultUpdate,
+  sendMessageSignal,
+  statusQuery,
+} from '../../workflows/definitions';
+import type { subagentRunWorkflow } from '../../workflows/subagent-run';
+import type { ContentBlock } from '../seam/content';
+import { SUBAGENT_ERROR_CODES, SubagentError, SubagentErrorCode, causeChain } from '../seam/errors';
+import type { SubagentResult } from '../seam/result';
+import type { SubagentLogger, SubagentRun } from '../seam/run';
+import { SubagentEvents } from './events';
+import { assertPayloadWithin, contentBlocks } from './validate';
+
+export interface RunHandleContext {
+  client: Client;
+  events: SubagentEvents;
+  logger: SubagentLogger;
+  maxPayloadBytes: number;
+  startTimeoutMs: number;
+  reconnectWindowMs: number;
+}
+
+export interface RunHandleInit {
+  runId: string;
+  provider: string;
+  /** Known for a start or a resume; learned from the workflow for an attached run. */
+  segment?: number;
+  steering: boolean;
+  resumable: boolean;
+  /**
+   * Creates the segment on the server (start workflow, or resume update), within the start
+   * deadline. Called one microtask after the handle exists, so a `cancel()` in the same tick as
+   * `start()` is seen as `abortedAtStart`.
+   */
+  begin?: (abortedAtStart: boolean) => Promise<unknown>;
+  /** Emit `subagent/start` and `subagent/end` for this segment (not for attached runs). */
+  emitEvents: boolean;
+}
+
+type RunWorkflowHandle = WorkflowHandle<typeof subagentRunWorkflow>;
+
+export class RunHandle {
+  readonly run: SubagentRun;
+  private readonly handle: RunWorkflowHandle;
+  private readonly started: Promise<void>;
+  private segment: number | undefined;
+  private outcome: SegmentOutcome | undefined;
+  private cancelRequested = false;
+  private begun: boolean;
+  private resumed = false;
+  private disposed = false;
+  private signalChain: Promise<void> = Promise.resolve();
+  private disposing: Promise<void> | undefined;
+
+  constructor(
+    private readonly context: RunHandleContext,
+    private readonly init: RunHandleInit,
+  ) {
+    this.handle = context.client.workflow.getHandle<typeof subagentRunWorkflow>(init.runId);
+    this.segment = init.segment;
+    const { begin } = init;
+    this.begun = !begin;
+    this.started = begin
+      ? Promise.resolve().then(async () => {
+          this.begun = true;
+          await begin(this.cancelRequested);
+        })
+      : Promise.resolve();
+    const result = this.started
+      .then(() => this.awaitOutcome())
+      .then((outcome) => {
+        this.outcome = outcome;
+        this.segment = outcome.segment;
+        return outcome.result;
+      })
+      .catch((err: unknown) => {
+        throw toSubagentError(err, init.runId);
+      });
+    if (init.emitEvents) this.emitEvents(result);
+
+    const run: SubagentRun = {
+      id: init.runId,
+      result,
+      cancel: (reason) => this.cancel(reason),
+      dispose: () => this.dispose(),
+    };
+    if (init.steering) run.sendMessage = (content) => this.sendMessage(content);
+    if (init.resumable) run.resume = (content) => this.resume(content);
+    // Not part of the seam's shape: lets `runStarted` wait until the run exists on the server.
+    Object.defineProperty(run, STARTED, { value: this.started });
+    this.run = run;
+  }
+
+  private emitEvents(result: Promise<SubagentResult>): void {
+    const { events, logger } = this.context;
+    const info = { provider: this.init.provider, id: this.init.runId, segment: this.init.segment ?? 0 };
+    events.emitContained('subagent/start', info);
+    result.then(
+      (settled) => {
+        let lastAssistantMessage: ContentBlock[] | undefined;
+        try {
+          lastAssistantMessage = structuredClone(settled.output);
+        } catch (err) {
+          logger.warn(`subagent: could not clone ${this.init.provider} output for subagent/end: ${err}`);
+        }
+        const usage = this.outcome?.usage;
+        events.emitContained('subagent/end', {
+          ...info,
+          stopReason: settled.stopReason,
+          ...(lastAssistantMessage === undefined ? {} : { lastAssistantMessage }),
+          ...(usage === undefined ? {} : { usage }),
+        });
+      },
+      () => events.emitContained('subagent/end', { ...info, stopReason: 'error' }),
+    );
+  }
+
+  /**
+   * Asks for this segment's outcome until it settles, following the run through continue-as-new
+   * and riding out a server that is briefly unreachable (a restart) for up to `reconnectWindowMs`.
+   */
+  private async awaitOutcome(): Promise<SegmentOutcome> {
+    let unreachableSince: number | undefined;
+    for (let backoff = 100; ; ) {
+      let reply: SegmentResultReply;
+      try {
+        reply = await this.handle.executeUpdate(segmentResultUpdate, { args: [{ segment: this.segment }] });
+        unreachableSince = undefined;
+      } catch (err) {
+        // A long wait with no worker to accept the update times out the RPC; ask again.
+        if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) continue;
+        // The server answers NotFound for a closed workflow too: its own result is the last segment's.
+        if (err instanceof WorkflowNotFoundError) return this.closedOutcome();
+        unreachableSince ??= Date.now();
+        if (!isUnreachable(err) || Date.now() - unreachableSince > this.context.reconnectWindowMs) throw err;
+        await new Promise((resolve) => setTimeout(resolve, backoff));
+        backoff = Math.min(backoff * 2, 5000);
+        continue;
+      }
+      if ('settled' in reply) return reply.settled;
+    }
+  }
+
+  private async closedOutcome(): Promise<SegmentOutcome> {
+    let closed: SubagentRunOutcome;
+    try {
+      closed = await this.handle.result();
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw err;
+      // Terminated or timed out by an operator: no result was produced, which is a child-level failure.
+      const diagnostic = `the run's workflow ended without a result: ${(err as Error).message}`;
+      return { segment: this.segment ?? 0, result: { output: [], stopReason: 'error', diagnostic } };
+    }
+    if (this.segment !== undefined && closed.segment !== this.segment) {
+      throw new SubagentError(
+        `run ${this.init.runId} closed at segment ${closed.segment} before segment ${this.segment} began`,
+        'NOT_RESUMABLE',
+      );
+    }
+    const { segment, result } = closed;
+    return { segment, result };
+  }
+
+  private cancel(reason?: string): void {
+    if (this.outcome || this.cancelRequested) return;
+    this.cancelRequested = true;
+    if (!this.begun) return; // begin() starts the segment already aborted
+    this.started
+      .then(() =>
+        this.context.client.workflowService.requestCancelWorkflowExecution({
+          namespace: this.context.client.options.namespace,
+          workflowExecution: { workflowId: this.init.runId },
+          identity: this.context.client.options.identity,
+          requestId: randomUUID(),
+          reason: reason ?? 'subagent cancelled',
+        }),
+      )
+      .catch((err: unknown) => this.reportBackgroundFailure('cancel', err));
+  }
+
+  private dispose(): Promise<void> {
+    this.disposing ??= (async () => {
+      this.disposed = true;
+      // A dispose in the same tick as start() makes the run begin already aborted.
+      this.cancelRequested ||= this.outcome === undefined;
+      try {
+        await this.started;
+      } catch {
+        return; // nothing was created
+      }
+      // A resumed segment was handed over to the run resume() returned; disposing that one ends it.
+      if (this.resumed) return;
+      try {
+        const segment = this.segment ?? (await this.handle.query(statusQuery)).segment;
+        const { disposed } = await this.handle.executeUpdate(disposeUpdate, { args: [{ segment }] });
+        if (disposed) await this.handle.result();
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw toSubagentError(err, this.init.runId);
+      }
+      await this.run.result.catch(() => undefined);
+    })();
+    return this.disposing;
+  }
+
+  private sendMessage(content: ContentBlock[]): void {
+    const message = contentBlocks(content, 'content');
+    assertPayloadWithin({ content: message }, this.context.maxPayloadBytes, 'the message');
+    if (this.outcome) {
+      throw new SubagentError(
+        `run ${this.init.runId} has settled (${this.outcome.result.stopReason}); use resume() to continue it`,
+        'NOT_RUNNING',
+      );
+    }
+    // Chained, so messages reach the workflow in the order they were sent.
+    this.signalChain = this.signalChain
+      .then(() => this.started)
+      .then(() => this.handle.signal(sendMessageSignal, { content: message }))
+      .catch((err: unknown) => this.reportBackgroundFailure('sendMessage', err));
+  }
+
+  private resume(content: ContentBlock[]): SubagentRun {
+    const message = contentBlocks(content, 'content');
+    assertPayloadWithin({ content: message }, this.context.maxPayloadBytes, 'the resume content');
+    const outcome = this.outcome;
+    const refusal = this.disposed
+      ? 'it was disposed'
+      : !outcome
+        ? 'it has not settled; await its result first'
+        : this.resumed
+          ? 'it was already resumed; resume the run that returned'
+          : outcome.resumableUntil === undefined
+            ? 'it is closed'
+            : Date.now() > outcome.resumableUntil
+              ? `its resume window ended at ${new Date(outcome.resumableUntil).toISOString()}`
+              : undefined;
+    if (refusal) throw new SubagentError(`cannot resume run ${this.init.runId}: ${refusal}`, 'NOT_RESUMABLE');
+    this.resumed = true;
+    const fromSegment = outcome!.segment;
+    const next = new RunHandle(this.context, {
+      ...this.init,
+      segment: fromSegment + 1,
+      begin: async (abortedAtStart) => {
+        try {
+          await withinDeadline(this.context, () =>
+            this.handle.executeUpdate(resumeUpdate, { args: [{ fromSegment, content: message, abortedAtStart }] }),
+          );
+        } catch (err) {
+          // NotFound also means closed (its window passed since this handle looked): not resumable.
+          if (err instanceof WorkflowNotFoundError && (await workflowExists(this.handle))) {
+            throw new SubagentError(`cannot resume run ${this.init.runId}: it is closed`, 'NOT_RESUMABLE', { cause: err });
+          }
+          throw err;
+        }
+      },
+      emitEvents: true,
+    });
+    return next.run;
+  }
+
+  private reportBackgroundFailure(operation: string, err: unknown): void {
+    const error = toSubagentError(err, this.init.runId);
+    this.context.logger.warn(`subagent: ${operation} on run ${this.init.runId} failed: ${error.message}`, {
+      runId: this.init.runId,
+      code: error.code,
+      error,
+    });
+  }
+}
+
+const GRPC_DEADLINE_EXCEEDED = 4;
+const GRPC_UNAVAILABLE = 14;
+
+/** gRPC UNAVAILABLE or DEADLINE_EXCEEDED anywhere in the cause chain: the server is down or restarting. */
+function isUnreachable(err: unknown): boolean {
+  return causeChain(err).some((e) => {
+    const { code } = e as { code?: unknown };
+    return code === GRPC_UNAVAILABLE || code === GRPC_DEADLINE_EXCEEDED;
+  });
+}
+
+const STARTED = Symbol('subagent.run.started');
+
+/**
+ * Resolves once the run exists on the server (its start or resume call went through); rejects
+ * with the typed error if it never will. For runs of other implementations it resolves at once.
+ */
+export async function runStarted(run: SubagentRun): Promise<void> {
+  const started = (run as { [STARTED]?: Promise<void> })[STARTED];
+  try {
+    await started;
+  } catch (err) {
+    throw toSubagentError(err, run.id);
+  }
+}
+
+/** Whether the workflow exists (running or closed); a failure to ask propagates. */
+async function workflowExists(handle: WorkflowHandle): Promise<boolean> {
+  try {
+    await handle.describe();
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
+}
+
+/** `fn`'s calls under the service's start deadline. */
+export function withinDeadline<T>(context: RunHandleContext, fn: () => Promise<T>): Promise<T> {
+  return context.client.connection.withDeadline(Date.now() + context.startTimeoutMs, fn);
+}
+
+/** Maps what the Temporal client throws onto the seam's typed errors. */
+export function toSubagentError(err: unknown, runId: string): SubagentError {
+  if (err instanceof SubagentError) return err;
+  if (err instanceof WorkflowNotFoundError) {
+    return new SubagentError(`no subagent run with id "${runId}"`, 'UNKNOWN_RUN', { cause: err });
+  }
+  if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
+    const code = err.cause.type as SubagentErrorCode;
+    if (code in SUBAGENT_ERROR_CODES) return new SubagentError(err.cause.message, code, { cause: err });
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  return new SubagentError(`Temporal call for run ${runId} failed: ${message}`, 'UNAVAILABLE', { cause: err });
+}

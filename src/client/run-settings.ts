@@ -1,0 +1,73 @@
+// Run settings: the documented defaults, merged with service- and provider-level overrides and
+// resolved to milliseconds before any workflow starts, so workflows carry no hidden defaults.
+import { msToNumber } from '@temporalio/common/lib/time';
+import { SubagentError } from '../seam/errors';
+import type { SubagentDuration, SubagentRunSettings } from '../seam/provider';
+import type { ResolvedRunSettings } from '../../workflows/definitions';
+
+/** The defaults, with the reason for each in the README's Settings table. */
+export const DEFAULT_RUN_SETTINGS = {
+  resumeWindow: '24 hours',
+  turnTimeout: '30 minutes',
+  heartbeatTimeout: '10 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
+  structuredNudgeRetries: 1,
+  maxStepsPerTurn: 200,
+} as const satisfies SubagentRunSettings;
+
+/** Failure types of a turn that no retry can fix. */
+export const NON_RETRYABLE_TURN_ERRORS = ['NO_PROVIDER', 'PAYLOAD_TOO_LARGE', 'INVALID_REQUEST'];
+
+/**
+ * Later layers win; `maxPayloadBytes` is the service's. Throws `SubagentError('INVALID_CONFIG')`
+ * for a value that cannot work.
+ */
+export function resolveRunSettings(maxPayloadBytes: number, ...layers: (SubagentRunSettings | undefined)[]): ResolvedRunSettings {
+  const merged: SubagentRunSettings = { ...DEFAULT_RUN_SETTINGS, retry: { ...DEFAULT_RUN_SETTINGS.retry } };
+  for (const layer of layers) {
+    if (!layer) continue;
+    Object.assign(merged, { ...layer, retry: { ...merged.retry, ...layer.retry } });
+  }
+  const retry = merged.retry!;
+  const backoffCoefficient = retry.backoffCoefficient!;
+  const maximumAttempts = retry.maximumAttempts!;
+  if (!(backoffCoefficient >= 1)) invalidConfig(`retry.backoffCoefficient must be at least 1 (got ${backoffCoefficient})`);
+  count(maximumAttempts, 'retry.maximumAttempts', 1);
+  const structuredNudgeRetries = count(merged.structuredNudgeRetries!, 'structuredNudgeRetries', 0);
+  const maxStepsPerTurn = count(merged.maxStepsPerTurn!, 'maxStepsPerTurn', 1);
+  return {
+    resumeWindowMs: duration(merged.resumeWindow!, 'resumeWindow', 0),
+    turnStartToCloseMs: duration(merged.turnTimeout!, 'turnTimeout'),
+    turnHeartbeatMs: duration(merged.heartbeatTimeout!, 'heartbeatTimeout'),
+    turnRetry: {
+      initialIntervalMs: duration(retry.initialInterval!, 'retry.initialInterval'),
+      backoffCoefficient,
+      maximumIntervalMs: duration(retry.maximumInterval!, 'retry.maximumInterval'),
+      maximumAttempts,
+      nonRetryableErrorTypes: [...new Set([...NON_RETRYABLE_TURN_ERRORS, ...(retry.nonRetryableErrorTypes ?? [])])],
+    },
+    structuredNudgeRetries,
+    maxStepsPerTurn,
+    maxPayloadBytes,
+  };
+}
+
+function count(value: number, name: string, minimum: number): number {
+  if (!(Number.isSafeInteger(value) && value >= minimum)) invalidConfig(`${name} must be an integer of at least ${minimum} (got ${value})`);
+  return value;
+}
+
+function duration(value: SubagentDuration, name: string, minimum = 1): number {
+  let ms: number;
+  try {
+    ms = msToNumber(value as Parameters<typeof msToNumber>[0]);
+  } catch (err) {
+    invalidConfig(`${name} must be a duration such as 10000 or '10 seconds' (got ${JSON.stringify(value)})`, err);
+  }
+  if (!(Number.isFinite(ms) && ms >= minimum)) invalidConfig(`${name} must be at least ${minimum} ms (got ${JSON.stringify(value)})`);
+  return ms;
+}
+
+function invalidConfig(message: string, cause?: unknown): never {
+  throw new SubagentError(message, 'INVALID_CONFIG', { cause });
+}

@@ -1,0 +1,314 @@
+// The facade callers hold: the seam's SubagentService as a Temporal client. It validates every
+// request synchronously, before anything durable exists, then starts or attaches run workflows.
+import { createHash, randomUUID } from 'node:crypto';
+import {
+  Client,
+  InternalConnectionLike,
+  InternalConnectionLikeSymbol,
+  WorkflowExecutionAlreadyStartedError,
+} from '@temporalio/client';
+import type { SearchAttributePair } from '@temporalio/common';
+import { type ResolvedRunSettings, SUBAGENT_RUN_WORKFLOW, type SubagentRunInput } from '../../workflows/definitions';
+import { DEPTH_ATTRIBUTE, PARENT_RUN_ATTRIBUTE, PROVIDER_ATTRIBUTE, STATUS_ATTRIBUTE } from '../../workflows/search-attributes';
+import type { subagentRunWorkflow } from '../../workflows/subagent-run';
+import { DEFAULT_MAX_PAYLOAD_BYTES, RUN_ID_PREFIX, defaultTaskQueue } from '../seam/constants';
+import { SubagentError, causeChain } from '../seam/errors';
+import { canonicalJson } from '../seam/json';
+import type { SubagentProvider, SubagentProviderDescriptor, SubagentRunSettings } from '../seam/provider';
+import type { SubagentStartRequest } from '../seam/request';
+import type { SubagentLogger, SubagentRun } from '../seam/run';
+import { SubagentEventListener, SubagentEventName, SubagentEvents } from './events';
+import { RunHandle, RunHandleContext, withinDeadline } from './run-handle';
+import { resolveRunSettings } from './run-settings';
+import { assertPayloadWithin, resolveStartRequest } from './validate';
+
+/** Deadline of the call that creates a run or a resume on the server. */
+const DEFAULT_START_TIMEOUT_MS = 10_000;
+
+/** How long waiting for a result rides out an unreachable server before it gives up. */
+const DEFAULT_RECONNECT_WINDOW_MS = 10 * 60_000;
+
+export interface TemporalSubagentServiceOptions {
+  /** The Temporal client runs are started with; its namespace is the runs' namespace. */
+  client: Client;
+  /** Defaults for every run; a provider's `runSettings` override them. */
+  runSettings?: SubagentRunSettings;
+  /**
+   * Deadline of the call that creates a run (or a resume) on the server; past it, `result`
+   * rejects with `UNAVAILABLE`. Waiting for the result itself has no deadline. Default 10 s.
+   */
+  startTimeoutMs?: number;
+  /**
+   * How long waiting for a result rides out an unreachable server (a restart) before `result`
+   * rejects with `UNAVAILABLE`. Default 10 minutes.
+   */
+  reconnectWindowMs?: number;
+  /** Keep the runs' search attributes (provider, parent, depth, status, stop reason). Default true. */
+  searchAttributes?: boolean;
+  /** Largest request, message or resume content accepted; default just under Temporal's 2 MiB. */
+  maxPayloadBytes?: number;
+  logger?: SubagentLogger;
+}
+
+interface RegisteredProvider {
+  descriptor: SubagentProviderDescriptor;
+  taskQueue: string;
+  settings: ResolvedRunSettings;
+}
+
+const CAPABILITY_CHECKS = [
+  ['outputSchema', 'outputSchema'],
+  ['maxDepth', 'depthLimit'],
+  ['toolFilter', 'toolFilter'],
+] as const;
+
+export class TemporalSubagentService {
+  private readonly providers = new Map<string, RegisteredProvider>();
+  private readonly events: SubagentEvents;
+  private readonly context: RunHandleContext;
+  private indexing: boolean;
+
+  constructor(private readonly options: TemporalSubagentServiceOptions) {
+    const logger = options.logger ?? { warn: (message: string) => console.warn(message) };
+    this.events = new SubagentEvents(logger);
+    this.context = {
+      client: options.client,
+      events: this.events,
+      logger,
+      maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+      startTimeoutMs: options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS,
+      reconnectWindowMs: options.reconnectWindowMs ?? DEFAULT_RECONNECT_WINDOW_MS,
+    };
+    resolveRunSettings(this.context.maxPayloadBytes, options.runSettings); // fail at construction, not at the first start
+    this.indexing = options.searchAttributes ?? true;
+  }
+
+  /**
+   * Registers a provider by its descriptor (a full seam `SubagentProvider` works too: only its
+   * descriptor fields are read). Returns a synchronous disposer that unregisters it; runs already
+   * started keep going. Throws `DUPLICATE_PROVIDER` for a taken name, `INVALID_CONFIG` for bad
+   * run settings, and rethrows a `subagent/provider-added` listener's error after rolling back.
+   */
+  registerProvider(provider: SubagentProviderDescriptor | SubagentProvider): () => void {
+    const { name } = provider;
+    if (this.providers.has(name)) {
+      throw new SubagentError(`a subagent provider named "${name}" is already registered`, 'DUPLICATE_PROVIDER');
+    }
+    const descriptor = provider as SubagentProviderDescriptor;
+    const entry: RegisteredProvider = {
+      descriptor,
+      taskQueue: descriptor.taskQueue ?? defaultTaskQueue(name),
+      settings: resolveRunSettings(this.context.maxPayloadBytes, this.options.runSettings, descriptor.runSettings),
+    };
+    this.providers.set(name, entry);
+    let registered = true;
+    const unregister = () => {
+      if (!registered) return;
+      registered = false;
+      if (this.providers.get(name) === entry) this.providers.delete(name);
+      this.events.emitContained('subagent/provider-removed', name);
+    };
+    try {
+      this.events.emit('subagent/provider-added', descriptor);
+    } catch (err) {
+      unregister();
+      throw err;
+    }
+    return unregister;
+  }
+
+  /** The registered object itself, or undefined. */
+  getProvider(name: string): SubagentProviderDescriptor | undefined {
+    return this.providers.get(name)?.descriptor;
+  }
+
+  /** Registered provider names in registration order. */
+  list(): string[] {
+    return [...this.providers.keys()];
+  }
+
+  on<E extends SubagentEventName>(event: E, listener: SubagentEventListener<E>): () => void {
+    return this.events.on(event, listener);
+  }
+
+  /**
+   * Starts a durable run and returns its handle at once. Throws synchronously, with nothing
+   * created: `NO_PROVIDER`, then `UNSUPPORTED_CAPABILITY` (outputSchema, depthLimit, toolFilter in
+   * that order), `INVALID_REQUEST`, `SubagentDepthError`, `PAYLOAD_TOO_LARGE`. A server that
+   * cannot be reached rejects `result` with `UNAVAILABLE`.
+   */
+  start(name: string, request: SubagentStartRequest): SubagentRun {
+    const provider = this.providers.get(name);
+    if (!provider) {
+      const known = this.list();
+      throw new SubagentError(
+        `no subagent provider registered for "${name}"${known.length ? ` (registered: ${known.join(', ')})` : ''}`,
+        'NO_PROVIDER',
+      );
+    }
+    const { descriptor } = provider;
+    for (const [field, capability] of CAPABILITY_CHECKS) {
+      if (request?.[field] !== undefined && !descriptor.capabilities[capability]) {
+        throw new SubagentError(
+          `subagent provider "${name}" does not support the "${capability}" capability`,
+          'UNSUPPORTED_CAPABILITY',
+        );
+      }
+    }
+    const input: SubagentRunInput = {
+      provider: name,
+      driver: descriptor.driver ?? 'turns',
+      request: resolveStartRequest(request, {
+        seedFromParent: descriptor.inheritsParentContext,
+        ...(descriptor.toolNames ? { toolNames: descriptor.toolNames } : {}),
+      }),
+      settings: provider.settings,
+      steering: descriptor.steering ?? false,
+      resumable: descriptor.resumable ?? false,
+    };
+    assertPayloadWithin(input, this.context.maxPayloadBytes, 'the start request');
+    const key = idempotencyKeyOf(request);
+
+    const runId = `${RUN_ID_PREFIX}${name}:${key === undefined ? randomUUID() : `key-${sha256(key)}`}`;
+    const workflow = this.options.client.workflow;
+    const context = this.context;
+    const attributes: SearchAttributePair[] = [
+      { key: PROVIDER_ATTRIBUTE, value: name },
+      { key: DEPTH_ATTRIBUTE, value: input.request.depth },
+      { key: STATUS_ATTRIBUTE, value: 'running' },
+      ...(input.request.parent.runId === undefined ? [] : [{ key: PARENT_RUN_ATTRIBUTE, value: input.request.parent.runId }]),
+    ];
+    const indexed = (start: (extra: { typedSearchAttributes?: SearchAttributePair[] }) => Promise<unknown>) =>
+      this.indexedStart(attributes, start);
+    const startOptions = (abortedAtStart: boolean) => ({
+      workflowId: runId,
+      taskQueue: provider.taskQueue,
+      args: [abortedAtStart ? { ...input, abortedAtStart } : input] as [SubagentRunInput],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
+    });
+    const handle = new RunHandle(this.context, {
+      runId,
+      provider: name,
+      // A keyed start may join a run that was resumed since: follow its current segment.
+      ...(key === undefined ? { segment: 0 } : {}),
+      steering: input.steering,
+      resumable: input.resumable,
+      emitEvents: true,
+      begin: key === undefined ? startFresh : startKeyed,
+    });
+    // A worker on the client's own connection takes the first workflow task straight from the
+    // start response (eager start), skipping a round trip through matching. The client itself
+    // allows it only on a NativeConnection, which it marks so; this process need not load the worker.
+    const eager = (this.options.client.connection as InternalConnectionLike)[InternalConnectionLikeSymbol]?.supportsEagerStart === true;
+
+    async function startFresh(abortedAtStart: boolean): Promise<void> {
+      await indexed((extra) =>
+        withinDeadline(context, () =>
+          workflow.start<typeof subagentRunWorkflow>(SUBAGENT_RUN_WORKFLOW, {
+            ...startOptions(abortedAtStart),
+            ...extra,
+            workflowIdConflictPolicy: 'FAIL',
+            requestEagerStart: eager,
+          }),
+        ),
+      );
+    }
+
+    /** Starts or joins the keyed run, then checks it was started for this very request. */
+    async function startKeyed(abortedAtStart: boolean): Promise<void> {
+      const fingerprint = sha256(canonicalJson({ provider: name, request: input.request }));
+      try {
+        await indexed((extra) =>
+          withinDeadline(context, () =>
+            workflow.start<typeof subagentRunWorkflow>(SUBAGENT_RUN_WORKFLOW, {
+              ...startOptions(abortedAtStart),
+              ...extra,
+              // Joins the run its key already started, running or closed.
+              workflowIdConflictPolicy: 'USE_EXISTING',
+              memo: { requestFingerprint: fingerprint },
+            }),
+          ),
+        );
+      } catch (err) {
+        // The key's run has closed: this start is that run, as it ended.
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      }
+      const { memo } = await withinDeadline(context, () => workflow.getHandle(runId).describe());
+      if (memo?.requestFingerprint !== fingerprint) {
+        throw new SubagentError(
+          `idempotency key "${key}" already started run ${runId} for a different request`,
+          'IDEMPOTENCY_CONFLICT',
+        );
+      }
+    }
+    const { signal } = request;
+    if (signal?.aborted) handle.run.cancel('subagent cancelled');
+    else if (signal) {
+      const onAbort = () => handle.run.cancel('subagent cancelled');
+      signal.addEventListener('abort', onAbort, { once: true });
+      handle.run.result.finally(() => signal.removeEventListener('abort', onAbort)).catch(() => undefined);
+    }
+    return handle.run;
+  }
+
+  /**
+   * Starts with the runs' search attributes while the server knows them. A server that does not
+   * (a cluster where `subagents setup` never ran) refuses the start; then this service warns once
+   * and starts runs without them, which the workflow notices and keeps none up to date.
+   */
+  private async indexedStart(
+    attributes: SearchAttributePair[],
+    start: (extra: { typedSearchAttributes?: SearchAttributePair[] }) => Promise<unknown>,
+  ): Promise<void> {
+    if (!this.indexing) {
+      await start({});
+      return;
+    }
+    try {
+      await start({ typedSearchAttributes: attributes });
+    } catch (err) {
+      const reason = causeChain(err)
+        .map((e) => e.message)
+        .find((message) => /search attribute/i.test(message));
+      if (reason === undefined) throw err;
+      this.indexing = false;
+      this.context.logger.warn(
+        `subagent: the Temporal namespace does not know the subagent search attributes, so runs start without them (\`subagents setup\` registers them): ${reason}`,
+      );
+      await start({});
+    }
+  }
+
+  /**
+   * A handle on an existing run, e.g. after the caller restarted: `result` resolves with its
+   * current segment's result (the last one if the run has closed) and rejects with `UNKNOWN_RUN`
+   * if no such run exists. `sendMessage`/`resume` follow the provider's descriptor when it is
+   * registered here; otherwise both are present and the run refuses what its provider lacks.
+   */
+  attach(runId: string): SubagentRun {
+    if (typeof runId !== 'string' || !runId.startsWith(RUN_ID_PREFIX)) {
+      throw new SubagentError(`"${runId}" is not a subagent run id (they start with "${RUN_ID_PREFIX}")`, 'UNKNOWN_RUN');
+    }
+    const provider = runId.slice(RUN_ID_PREFIX.length, runId.lastIndexOf(':'));
+    const descriptor = this.providers.get(provider)?.descriptor;
+    return new RunHandle(this.context, {
+      runId,
+      provider,
+      steering: descriptor ? (descriptor.steering ?? false) : true,
+      resumable: descriptor ? (descriptor.resumable ?? false) : true,
+      emitEvents: false,
+    }).run;
+  }
+}
+
+function idempotencyKeyOf(request: SubagentStartRequest): string | undefined {
+  const key = request.idempotencyKey;
+  if (key !== undefined && !(typeof key === 'string' && key.length > 0 && key.length <= 256)) {
+    throw new SubagentError('request.idempotencyKey must be a string of 1 to 256 characters', 'INVALID_REQUEST');
+  }
+  return key;
+}
+
+function sha256(value: string): string {
+  return createHash('sha256').update(value).digest('hex').slice(0, 40);
+}

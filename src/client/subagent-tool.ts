@@ -1,0 +1,244 @@
+// The seam's model-facing consumer: a `subagent` tool a parent LLM agent calls to delegate. It
+// starts a durable run, bridges the caller's abort signal to `cancel`, awaits the result,
+// disposes on every path, and turns every outcome into a tool result, never a throw. Framework
+// neutral; adapters give it the OpenAI chat-completions and Vercel AI SDK shapes.
+import { textContent, textOf } from '../seam/content';
+import { SubagentError } from '../seam/errors';
+import type { SubagentAgentOptions, SubagentNestedStartRequest, SubagentParent } from '../seam/request';
+import type { SubagentRun } from '../seam/run';
+import { type ToolCallOutcome, toolError, toolResult } from '../seam/tool';
+import { runStarted } from './run-handle';
+import type { TemporalSubagentService } from './service';
+
+export const SUBAGENT_TOOL_NAME = 'subagent';
+export const SUBAGENT_RESULT_TOOL_NAME = 'subagent_result';
+
+export interface SubagentToolConfig {
+  /** The provider every call delegates to. Its descriptor decides the wording. */
+  provider: string;
+  /** Default `subagent`; use another (`subagent_fork`) to offer several providers. */
+  name?: string;
+  agentOptions?: SubagentAgentOptions;
+  /** Ask the child for a structured result; the model sees it rendered as JSON. */
+  outputSchema?: Record<string, unknown>;
+  /** Cap on the delegation depth of the runs this tool starts. */
+  maxDepth?: number;
+  /**
+   * Return at once with the run id instead of waiting; collect the answer with the companion
+   * `subagent_result` tool. The run goes on durably whatever happens to the caller.
+   */
+  background?: boolean;
+}
+
+export interface SubagentToolCallContext {
+  /** The agent whose model called the tool: it becomes the run's parent. */
+  parent?: SubagentParent;
+  /** The caller's step: aborting it cancels the run (foreground) or stops waiting (result tool). */
+  signal?: AbortSignal;
+}
+
+/** JSON Schema of the tool's parameters, as the model sees it. */
+export interface SubagentToolParameters {
+  type: 'object';
+  properties: Record<string, { type: 'string'; description: string }>;
+  required: string[];
+  additionalProperties: false;
+}
+
+/** A tool definition any agent framework can adapt: name, description, parameters, execute. */
+export interface SubagentToolDefinition {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: SubagentToolParameters;
+  /** Never rejects: every failure is an `isError` result. */
+  execute(args: unknown, context: SubagentToolCallContext): Promise<ToolCallOutcome>;
+}
+
+/** What a tool needs of the service: start a run, or attach to one by id. */
+export type SubagentStarter = Pick<TemporalSubagentService, 'start' | 'attach' | 'getProvider'>;
+
+const DESCRIPTION_PARAMETER = 'A short (3-5 word) description of the delegated task, for display.';
+
+/**
+ * The model-facing delegation tool for one provider. Throws `NO_PROVIDER` when the provider is
+ * not registered with `service`, since its wording depends on the provider's context contract.
+ */
+export function createSubagentTool(service: SubagentStarter, config: SubagentToolConfig): SubagentToolDefinition {
+  const provider = service.getProvider(config.provider);
+  if (!provider) {
+    throw new SubagentError(`no subagent provider registered for "${config.provider}"; register it before creating its tool`, 'NO_PROVIDER');
+  }
+  const wording = subagentToolWording(provider.inheritsParentContext, config.background ?? false);
+  return {
+    name: config.name ?? SUBAGENT_TOOL_NAME,
+    description: wording.description,
+    parameters: delegationParameters(wording.prompt),
+    async execute(args, context) {
+      const parsed = delegationArgs(args);
+      if ('error' in parsed) return parsed.error;
+      if (!context.parent) return toolError('subagent tool requires a calling agent (context.parent was undefined)');
+      const parent = context.parent;
+      return delegate(
+        (request) => service.start(config.provider, { ...request, parent }),
+        parsed.prompt,
+        config,
+        context.signal,
+      );
+    },
+  };
+}
+
+/**
+ * The companion of a background `subagent` tool: waits for a run by id (from any process, the
+ * one that started it may be gone), renders its result like the tool would, and disposes it.
+ */
+export function createSubagentResultTool(
+  service: SubagentStarter,
+  config: Pick<SubagentToolConfig, 'outputSchema'> & { name?: string } = {},
+): SubagentToolDefinition {
+  return {
+    name: config.name ?? SUBAGENT_RESULT_TOOL_NAME,
+    description:
+      'Collect the final answer of a subagent started in the background. Waits until it has finished.',
+    parameters: {
+      type: 'object',
+      properties: { run_id: { type: 'string', description: 'The run id the subagent tool returned.' } },
+      required: ['run_id'],
+      additionalProperties: false,
+    },
+    async execute(args, context) {
+      const runId = (args as { run_id?: unknown } | null)?.run_id;
+      if (typeof runId !== 'string') return toolError('invalid arguments: "run_id" must be a string');
+      let run: SubagentRun;
+      try {
+        run = service.attach(runId);
+      } catch (err) {
+        return toolError((err as Error).message);
+      }
+      // Stop waiting with the caller's step; the run itself goes on, to be collected again.
+      let gaveUp = false;
+      const stopped = new Promise<ToolCallOutcome>((resolve) => {
+        const stop = () => {
+          gaveUp = true;
+          resolve(toolError(`stopped waiting for subagent run ${runId}; it is still running`));
+        };
+        if (context.signal?.aborted) stop();
+        else context.signal?.addEventListener('abort', stop, { once: true });
+      });
+      const outcome = await Promise.race([settle(run, config), stopped]);
+      if (!gaveUp) await run.dispose().catch(() => undefined);
+      return outcome;
+    },
+  };
+}
+
+/** The tool's wording, truthful about whether the child sees this conversation (seam §6). */
+export function subagentToolWording(inheritsParentContext: boolean, background = false): { description: string; prompt: string } {
+  const answer = background
+    ? 'The call returns a run id at once; collect the final answer later with subagent_result.'
+    : 'You receive only its final answer.';
+  return inheritsParentContext
+    ? {
+        description: `Delegate a task to a subagent that INHERITS this conversation: a child agent seeded with all completed turns so far (it does not see the current in-flight turn). ${answer}`,
+        prompt: "The task for the subagent. It already sees this conversation's completed turns, so build on them freely and state only what is new.",
+      }
+    : {
+        description: `Delegate a self-contained task to a subagent (a separate agent that works in its own context). ${answer} Give it a complete, standalone prompt: it does not see this conversation.`,
+        prompt: "The task for the subagent. It does not share this conversation's context, so include everything it needs.",
+      };
+}
+
+export function delegationParameters(promptDescription: string): SubagentToolParameters {
+  return {
+    type: 'object',
+    properties: {
+      description: { type: 'string', description: DESCRIPTION_PARAMETER },
+      prompt: { type: 'string', description: promptDescription },
+    },
+    required: ['description', 'prompt'],
+    additionalProperties: false,
+  };
+}
+
+/** The model's arguments, checked: `{ description, prompt }` strings (extra keys ignored). */
+export function delegationArgs(args: unknown): { prompt: string } | { error: ToolCallOutcome } {
+  if (typeof args !== 'object' || args === null || Array.isArray(args)) {
+    return { error: toolError('invalid arguments: expected an object with "description" and "prompt"') };
+  }
+  const record = args as Record<string, unknown>;
+  for (const key of ['description', 'prompt']) {
+    if (record[key] === undefined) return { error: toolError(`invalid arguments: missing required property "${key}"`) };
+    if (typeof record[key] !== 'string') return { error: toolError(`invalid arguments: "${key}" must be a string`) };
+  }
+  return { prompt: record.prompt as string };
+}
+
+/**
+ * Starts a run with `start`, then either returns its id (background) or waits for it: the
+ * caller's abort cancels it, and it is disposed on every path.
+ */
+export async function delegate(
+  start: (request: SubagentNestedStartRequest) => SubagentRun,
+  prompt: string,
+  config: Omit<SubagentToolConfig, 'provider' | 'name'>,
+  signal: AbortSignal | undefined,
+): Promise<ToolCallOutcome> {
+  let run: SubagentRun;
+  try {
+    run = start({
+      prompt: textContent(prompt),
+      ...(config.agentOptions ? { agentOptions: config.agentOptions } : {}),
+      ...(config.outputSchema ? { outputSchema: config.outputSchema } : {}),
+      ...(config.maxDepth === undefined ? {} : { maxDepth: config.maxDepth }),
+      // A background run outlives the step that started it.
+      ...(signal && !config.background ? { signal } : {}),
+    });
+  } catch (err) {
+    return toolError((err as Error).message);
+  }
+  if (config.background) {
+    run.result.catch(() => undefined); // collected by subagent_result, in this process or another
+    try {
+      // The id is worth handing out only once the run exists: then it outlives this process.
+      await runStarted(run);
+    } catch (err) {
+      return toolError((err as Error).message);
+    }
+    return toolResult(`Started subagent run ${run.id}. Call subagent_result with run_id "${run.id}" to collect its answer.`);
+  }
+  // An already-aborted signal cancels at once: a listener would never fire.
+  const onAbort = () => run.cancel('parent step aborted');
+  if (signal?.aborted) onAbort();
+  else signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await settle(run, config);
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+    await run.dispose().catch(() => undefined);
+  }
+}
+
+/** The run's result as the model sees it: the answer, or a fixed message naming what went wrong. */
+async function settle(run: SubagentRun, config: Pick<SubagentToolConfig, 'outputSchema'>): Promise<ToolCallOutcome> {
+  let result;
+  try {
+    result = await run.result;
+  } catch (err) {
+    return toolError(`subagent run failed before producing a result: ${(err as Error).message}`);
+  }
+  if (result.stopReason !== 'completed') {
+    const diagnostic = result.diagnostic ? `\nDiagnostic: ${result.diagnostic}` : '';
+    const headline = STOP_MESSAGES.get(result.stopReason) ?? `subagent run ended abnormally (${result.stopReason})`;
+    return toolError(`${headline}${diagnostic}`);
+  }
+  if (config.outputSchema && result.structured !== undefined) return toolResult(JSON.stringify(result.structured));
+  return toolResult(textOf(result.output));
+}
+
+/** Fixed messages per stop reason; any other reason is a failure named as such. */
+const STOP_MESSAGES = new Map<string, string>([
+  ['aborted', 'subagent run was cancelled'],
+  ['error', 'subagent run failed'],
+  ['max-tokens', 'subagent run hit its token limit before finishing'],
+  ['refusal', 'subagent declined the task'],
+]);

@@ -1,0 +1,177 @@
+// Validation and resolution of what callers pass in, before anything durable exists. Every
+// malformed field is a synchronous `SubagentError('INVALID_REQUEST')` naming the field.
+import { payloadLimitViolation } from '../seam/constants';
+import type { ContentBlock, JsonObject } from '../seam/content';
+import { SubagentDepthError, SubagentError } from '../seam/errors';
+import { describeValue, isPlainObject, jsonCopy, jsonViolation, omitUndefined } from '../seam/json';
+import type { ResolvedSubagentRequest, SubagentParentRef, SubagentStartRequest, TranscriptEntry } from '../seam/request';
+import { snapshotOutputSchema } from '../structured/schema';
+
+export interface ResolveOptions {
+  /** The provider inherits the parent's context (fork): seed the child from the parent's log. */
+  seedFromParent?: boolean;
+  /** The tools the provider has, when it declares them: `toolFilter` may name only these. */
+  toolNames?: readonly string[];
+}
+
+/**
+ * Checks a start request and returns its wire form: plain JSON, parent serialised, depth
+ * computed, the schema snapshotted, a fork's seed cut from the parent's log. Throws
+ * `INVALID_REQUEST`, `UNKNOWN_TOOL`, `SubagentDepthError` or `OutputSchemaError`, in that order.
+ */
+export function resolveStartRequest(request: SubagentStartRequest, options: ResolveOptions = {}): ResolvedSubagentRequest {
+  if (!isPlainObject(request)) invalid('the start request must be an object');
+  const prompt = contentBlocks(request.prompt, 'request.prompt');
+  const parent = parentRef(request.parent);
+  if (request.signal !== undefined && !isAbortSignal(request.signal)) invalid('request.signal must be an AbortSignal');
+  const agentOptions = optionalJsonObject(request.agentOptions, 'request.agentOptions');
+  const maxDepth = request.maxDepth;
+  if (maxDepth !== undefined && !isNonNegativeInteger(maxDepth)) {
+    invalid(`request.maxDepth must be a non-negative integer (got ${describeValue(maxDepth)})`);
+  }
+  const toolFilter = request.toolFilter === undefined ? undefined : toolFilterOf(request.toolFilter);
+  const seed = options.seedFromParent ? seedOf(request.parent) : undefined;
+  if (toolFilter && options.toolNames) {
+    const unknown = [...(toolFilter.allow ?? []), ...(toolFilter.deny ?? [])].filter((name) => !options.toolNames!.includes(name));
+    if (unknown.length > 0) {
+      throw new SubagentError(
+        `request.toolFilter names ${unknown.map((name) => `"${name}"`).join(', ')}, which the provider does not have (its tools: ${options.toolNames.join(', ') || 'none'})`,
+        'UNKNOWN_TOOL',
+      );
+    }
+  }
+
+  const depth = parent.depth + 1;
+  if (maxDepth !== undefined && depth > maxDepth) throw new SubagentDepthError(depth, maxDepth);
+  // Snapshotted: a later change to the caller's object changes neither what the child sees nor validation.
+  const outputSchema = request.outputSchema === undefined ? undefined : (snapshotOutputSchema(request.outputSchema) as unknown as JsonObject);
+
+  return omitUndefined({ prompt, parent, seed, depth, agentOptions, outputSchema, maxDepth, toolFilter });
+}
+
+/** Checks message or resume content: a non-empty array of content blocks, plain JSON. */
+export function contentBlocks(value: unknown, path: string): ContentBlock[] {
+  if (!Array.isArray(value) || value.length === 0) invalid(`${path} must be a non-empty array of content blocks`);
+  value.forEach((block, index) => checkBlock(block, `${path}[${index}]`));
+  return jsonCopy(value as ContentBlock[]);
+}
+
+/** Throws `PAYLOAD_TOO_LARGE` when `value` would not fit in one payload of `limit` bytes. */
+export function assertPayloadWithin(value: unknown, limit: number, what: string): void {
+  const violation = payloadLimitViolation(value, limit, what);
+  if (violation) throw new SubagentError(violation, 'PAYLOAD_TOO_LARGE');
+}
+
+function checkBlock(block: unknown, path: string): void {
+  if (!isPlainObject(block) || typeof block.type !== 'string') invalid(`${path} must be a content block object with a string "type"`);
+  const strings: Record<string, string[]> = {
+    text: ['text'],
+    reasoning: ['text'],
+    'tool-call': ['id', 'name', 'arguments'],
+    'tool-result': ['toolCallId'],
+  };
+  for (const key of strings[block.type] ?? []) {
+    if (typeof block[key] !== 'string') invalid(`${path}.${key} must be a string (a "${block.type}" block)`);
+  }
+  if (block.type === 'tool-result') {
+    if (!Array.isArray(block.content)) invalid(`${path}.content must be an array of content blocks`);
+    block.content.forEach((inner, index) => checkBlock(inner, `${path}.content[${index}]`));
+    if (block.isError !== undefined && typeof block.isError !== 'boolean') invalid(`${path}.isError must be a boolean`);
+  }
+  const notJson = jsonViolation(block, path);
+  if (notJson) invalid(notJson);
+}
+
+function parentRef(parent: unknown): SubagentParentRef {
+  if (!isPlainObject(parent) || typeof parent.id !== 'string' || parent.id === '') {
+    invalid('request.parent is required: the delegating agent, at least { id: string }');
+  }
+  const options = parent.options;
+  if (options !== undefined && !isPlainObject(options)) invalid('request.parent.options must be an object');
+  const depth = options?.subagentDepth ?? 0;
+  if (!isNonNegativeInteger(depth)) {
+    invalid(`request.parent.options.subagentDepth must be a non-negative integer (got ${describeValue(depth)})`);
+  }
+  const model = options?.model;
+  if (model !== undefined && typeof model !== 'string') invalid('request.parent.options.model must be a string');
+  const header = isPlainObject(parent.session) ? parent.session.header : undefined;
+  if (parent.session !== undefined && !(isPlainObject(header) && typeof header.id === 'string')) {
+    invalid('request.parent.session must be { header: { id: string, cwd?: string } }');
+  }
+  const cwd = header?.cwd;
+  if (cwd !== undefined && typeof cwd !== 'string') invalid('request.parent.session.header.cwd must be a string');
+  if (parent.runId !== undefined && typeof parent.runId !== 'string') invalid('request.parent.runId must be a string');
+  return omitUndefined({
+    agentId: parent.id,
+    sessionId: header?.id as string | undefined,
+    cwd: cwd as string | undefined,
+    depth,
+    model: model as string | undefined,
+    runId: parent.runId as string | undefined,
+  });
+}
+
+/**
+ * The parent's balanced completed-turn prefix: its session events up to and including the last
+ * `turn/end` (never the turn in flight), as conversation entries. Undefined when no turn completed.
+ */
+export function seedOf(parent: SubagentStartRequest['parent']): ResolvedSubagentRequest['seed'] {
+  const events = parent.session?.events;
+  if (events === undefined) return undefined;
+  if (!Array.isArray(events)) invalid('request.parent.session.events must be an array of session events');
+  const lastTurnEnd = events.findLastIndex((event) => isPlainObject(event) && event.type === 'turn/end');
+  if (lastTurnEnd < 0) return undefined;
+  const prefix = events.slice(0, lastTurnEnd + 1);
+  const entries: TranscriptEntry[] = [];
+  prefix.forEach((event, index) => {
+    const path = `request.parent.session.events[${index}]`;
+    if (!isPlainObject(event) || typeof event.type !== 'string') invalid(`${path} must be a session event with a string "type"`);
+    const data = isPlainObject(event.data) ? event.data : {};
+    if (event.type === 'user/message') entries.push({ kind: 'user', content: contentBlocks(data.content, `${path}.data.content`) });
+    else if (event.type === 'assistant/message') {
+      const content = Array.isArray(data.content) && data.content.length === 0 ? [] : contentBlocks(data.content, `${path}.data.content`);
+      entries.push({ kind: 'assistant', id: `seed-${index}`, content, stopReason: 'completed' });
+    } else if (event.type === 'tool/result') {
+      if (typeof data.callId !== 'string') invalid(`${path}.data.callId must be a string`);
+      const content = Array.isArray(data.content) && data.content.length === 0 ? [] : contentBlocks(data.content, `${path}.data.content`);
+      entries.push({ kind: 'tool', results: [{ type: 'tool-result', toolCallId: data.callId, content, isError: data.isError === true }] });
+    }
+  });
+  return { entries, events: prefix.length };
+}
+
+function toolFilterOf(filter: unknown): ResolvedSubagentRequest['toolFilter'] {
+  if (!isPlainObject(filter)) invalid('request.toolFilter must be { allow?: string[], deny?: string[] }');
+  for (const key of Object.keys(filter)) {
+    if (key !== 'allow' && key !== 'deny') invalid(`request.toolFilter.${key} is not a filter field (allow, deny)`);
+    const names = filter[key];
+    if (names !== undefined && !(Array.isArray(names) && names.every((name) => typeof name === 'string'))) {
+      invalid(`request.toolFilter.${key} must be an array of tool names (strings)`);
+    }
+  }
+  return jsonCopy(filter) as ResolvedSubagentRequest['toolFilter'];
+}
+
+function optionalJsonObject(value: unknown, path: string): JsonObject | undefined {
+  if (value === undefined) return undefined;
+  if (!isPlainObject(value)) invalid(`${path} must be a plain object`);
+  const notJson = jsonViolation(value, path);
+  if (notJson) invalid(notJson);
+  return jsonCopy(value as JsonObject);
+}
+
+function isNonNegativeInteger(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
+
+function isAbortSignal(value: unknown): value is AbortSignal {
+  return isObjectLike(value) && typeof value.aborted === 'boolean' && typeof value.addEventListener === 'function';
+}
+
+function isObjectLike(value: unknown): value is Record<string, any> {
+  return typeof value === 'object' && value !== null;
+}
+
+function invalid(message: string): never {
+  throw new SubagentError(message, 'INVALID_REQUEST');
+}

@@ -1,0 +1,40 @@
+// Names and limits the caller's side, the workflow and the worker share: where a provider's runs
+// live, what a run id looks like, and how large one payload may be.
+
+/** The task queue a provider's runs (workflow and activities) use unless its descriptor names one. */
+export function defaultTaskQueue(provider: string): string {
+  return `subagents.${provider}`;
+}
+
+/** Prefix of every run id (= workflow id), so runs are easy to find among other workflows. */
+export const RUN_ID_PREFIX = 'subagent-';
+
+/** Temporal refuses payloads over 2 MiB; stay under it with room for the envelope. */
+export const DEFAULT_MAX_PAYLOAD_BYTES = 2 * 1024 * 1024 - 64 * 1024;
+
+/** The size `value` will have as a Temporal JSON payload, in bytes. Safe inside the workflow sandbox. */
+export function payloadBytes(value: unknown): number {
+  return utf8Length(JSON.stringify(value) ?? '');
+}
+
+/**
+ * Undefined when `value` fits in `limit` bytes as a payload; otherwise the refusal, naming `what`.
+ * Every payload check (the facade's, the workflow's, the activities') words it this way.
+ */
+export function payloadLimitViolation(value: unknown, limit: number, what: string): string | undefined {
+  const size = payloadBytes(value);
+  if (size <= limit) return undefined;
+  return `${what} is ${size} bytes, over the ${limit}-byte payload limit (Temporal refuses payloads over 2 MiB)`;
+}
+
+/** UTF-8 length of a well-formed string, counted without encoding it. */
+function utf8Length(text: string): number {
+  let bytes = text.length;
+  for (let index = 0; index < text.length; index++) {
+    const unit = text.charCodeAt(index);
+    // Each unit is counted once above; a surrogate of a pair adds one more (4 bytes a pair).
+    if (unit >= 0x800 && (unit < 0xd800 || unit > 0xdfff)) bytes += 2;
+    else if (unit >= 0x80) bytes += 1;
+  }
+  return bytes;
+}

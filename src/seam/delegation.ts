@@ -1,0 +1,42 @@
+// What a run passes down to the runs it delegates: its depth, its depth cap and its model. Pure,
+// so the workflow (for tool activities) and the turn activity compute it the same way.
+import type { SubagentNestedStartRequest, ResolvedSubagentRequest } from './request';
+import type { SubagentRun } from './run';
+
+/** A run as the parent of nested runs: the depth, cap and model a child inherits. */
+export interface SubagentDelegation {
+  depth: number;
+  maxDepth?: number;
+  model?: string;
+}
+
+/** The running child, as the parent of the runs it delegates. */
+export interface SubagentDelegatingRun extends SubagentDelegation {
+  runId: string;
+  cwd?: string;
+  /** The turn's or tool call's cancellation: it cancels the nested run. */
+  signal: AbortSignal;
+}
+
+/** What the worker hands activities so a running child can delegate further. */
+export type SubagentDelegate = (
+  provider: string,
+  request: SubagentNestedStartRequest,
+  parent: SubagentDelegatingRun,
+) => SubagentRun;
+
+/** The model a run asked for: its own non-empty `agentOptions.model`, else its parent's. */
+export function requestedModel(request: ResolvedSubagentRequest): string | undefined {
+  const own = request.agentOptions?.model;
+  return typeof own === 'string' && own !== '' ? own : request.parent.model;
+}
+
+/** This run as the parent of a nested run: the depth, cap and model a child inherits. */
+export function delegationOf(request: ResolvedSubagentRequest): SubagentDelegation {
+  const model = requestedModel(request);
+  return {
+    depth: request.depth,
+    ...(request.maxDepth === undefined ? {} : { maxDepth: request.maxDepth }),
+    ...(model === undefined ? {} : { model }),
+  };
+}

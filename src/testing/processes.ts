@@ -1,0 +1,67 @@
+// Processes for tests that kill them: a script under Node (through tsx when it is TypeScript)
+// that prints "ready" once it serves, and a subagent worker in a process of its own.
+import { ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+export interface ReadyProcess {
+  readonly child: ChildProcess;
+  /** Sends `signal` (default SIGKILL) unless it has exited; resolves once it has. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/** The worker process entry (worker-process.ts beside this file, or its build). */
+export const WORKER_PROCESS_ENTRY = join(__dirname, `worker-process${__filename.endsWith('.ts') ? '.ts' : '.js'}`);
+
+/**
+ * Spawns `entry` under this Node with `env` added to this process's environment; resolves once
+ * it prints the line "ready", rejects (with its stderr) if it exits first. `onLine` sees every
+ * line it prints on stdout. `wrap` is a command that execs it in place, e.g.
+ * `['ip', 'netns', 'exec', 'host-a']`. The caller must `kill()` it.
+ */
+export async function spawnReadyProcess(
+  entry: string,
+  env: Record<string, string>,
+  onLine: (line: string) => void = () => undefined,
+  wrap: string[] = [],
+): Promise<ReadyProcess> {
+  // tsx by its path, so the script runs from any working directory.
+  const loader = entry.endsWith('.ts') ? ['--import', pathToFileURL(require.resolve('tsx')).href] : [];
+  const argv = [...wrap, process.execPath, ...loader, entry];
+  const child = spawn(argv[0]!, argv.slice(1), {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4000)));
+  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  await new Promise<void>((ready, fail) => {
+    let buffered = '';
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      buffered += chunk;
+      const lines = buffered.split('\n');
+      buffered = lines.pop()!;
+      for (const line of lines) {
+        onLine(line);
+        if (line === 'ready') ready();
+      }
+    });
+    child.once('exit', (code) => fail(new Error(`${entry} exited with ${code} before it was ready:\n${stderr}`)));
+  });
+  return {
+    child,
+    async kill(signal = 'SIGKILL') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
+}
+
+/** A subagent worker in its own process, configured by `env` (see worker-process.ts). */
+export function spawnWorkerProcess(
+  env: Record<string, string>,
+  onLine?: (line: string) => void,
+  wrap?: string[],
+): Promise<ReadyProcess> {
+  return spawnReadyProcess(WORKER_PROCESS_ENTRY, env, onLine, wrap);
+}

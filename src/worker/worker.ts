@@ -1,0 +1,186 @@
+// Worker bootstrap: hosts the run workflow and provider implementations. One Temporal worker per
+// task queue, all sharing one prebuilt workflow bundle; a provider's runs (workflow and turn
+// activities) live on its queue, so a fleet serves a provider wherever its queue is polled.
+import { Client } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
+import { NativeConnection, Worker, WorkerOptions, bundleWorkflowCode } from '@temporalio/worker';
+import { RESERVED_ACTIVITY_NAMES, RunContextCache, createActivities } from '../../activities';
+import { pendingMessagesQuery, runContextQuery } from '../../workflows/definitions';
+import { TemporalSubagentService } from '../client/service';
+import { DEFAULT_MAX_PAYLOAD_BYTES, defaultTaskQueue } from '../seam/constants';
+import type { SubagentDelegate } from '../seam/delegation';
+import { SubagentDepthError, SubagentError } from '../seam/errors';
+import type { SubagentHostedProvider } from '../seam/provider';
+import { SubagentTracing, TRACING_WORKFLOW_MODULE, tracingWorkerOptions } from '../temporal/tracing';
+
+export interface SubagentWorkerOptions {
+  connection: NativeConnection;
+  namespace?: string;
+  /** Provider implementations to host; each is served on its descriptor's task queue. */
+  providers: readonly SubagentHostedProvider[];
+  /** A prebuilt bundle (`bundleSubagentWorkflows()`); default: bundled once per process. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  identity?: string;
+  /** Host heartbeat period during a turn; cancellation reaches a turn within about this long. Default 1 s. */
+  heartbeatIntervalMs?: number;
+  /** How long a cancelled provider may take to stop. Default 10 s. */
+  cancelGraceMs?: number;
+  maxPayloadBytes?: number;
+  /** Runs whose context the worker keeps in memory. Default 256. */
+  contextCacheSize?: number;
+  /**
+   * The service running children delegate through (`context.delegate`); default: one on this
+   * worker's connection with the hosted providers registered.
+   */
+  subagents?: TemporalSubagentService;
+  /**
+   * OpenTelemetry tracing (opt-in). A `workflowBundle` given with it must have been built with
+   * `bundleSubagentWorkflows({ tracing: true })`.
+   */
+  tracing?: SubagentTracing;
+  /** Payload codecs (encryption) for the workers and the worker's own client; the callers' must match. */
+  dataConverter?: DataConverter;
+  /** Passed to every Temporal worker (concurrency, cache size, tuner...). */
+  workerOptions?: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities' | 'workflowBundle' | 'workflowsPath'>>;
+}
+
+export interface SubagentWorker {
+  readonly taskQueues: readonly string[];
+  /** Polls until `shutdown()` (or a shutdown signal); rejects if a worker fails. */
+  run(): Promise<void>;
+  /** Runs while `fn` runs, then shuts down. */
+  runUntil<R>(fn: () => Promise<R>): Promise<R>;
+  shutdown(): Promise<void>;
+}
+
+const STICKY_QUEUE_TIMEOUT_MS = 2000;
+
+const bundles = new Map<boolean, ReturnType<typeof bundleWorkflowCode>>();
+
+/**
+ * Bundles the workflow code once per process (and once more with the tracing interceptors,
+ * when asked); pass the result to every worker.
+ */
+export function bundleSubagentWorkflows(options: { tracing?: boolean } = {}): ReturnType<typeof bundleWorkflowCode> {
+  const tracing = options.tracing ?? false;
+  let bundle = bundles.get(tracing);
+  if (!bundle) {
+    bundle = bundleWorkflowCode({
+      workflowsPath: require.resolve('../../workflows'),
+      ...(tracing ? { workflowInterceptorModules: [TRACING_WORKFLOW_MODULE] } : {}),
+      logger: { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} },
+    });
+    bundles.set(tracing, bundle);
+  }
+  return bundle;
+}
+
+/**
+ * Creates (not yet running) workers for the given providers. Throws `INVALID_CONFIG` for no
+ * providers, two with one name, or a tool named like a reserved activity. The caller runs and
+ * shuts them down.
+ */
+export async function createSubagentWorker(options: SubagentWorkerOptions): Promise<SubagentWorker> {
+  const providers = new Map<string, SubagentHostedProvider>();
+  for (const provider of options.providers) {
+    if (providers.has(provider.name)) {
+      throw new SubagentError(`two hosted providers are named "${provider.name}"`, 'INVALID_CONFIG');
+    }
+    const clash = provider.driver === 'agent-loop' && provider.tools.find((tool) => RESERVED_ACTIVITY_NAMES.includes(tool.name));
+    if (clash) throw new SubagentError(`provider "${provider.name}" has a tool named "${clash.name}", a name the worker reserves`, 'INVALID_CONFIG');
+    providers.set(provider.name, provider);
+  }
+  if (providers.size === 0) throw new SubagentError('a subagent worker needs at least one provider', 'INVALID_CONFIG');
+
+  const namespace = options.namespace ?? 'default';
+  const client = new Client({
+    connection: options.connection,
+    namespace,
+    ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
+  });
+  let subagents = options.subagents;
+  if (!subagents) {
+    subagents = new TemporalSubagentService({ client });
+    for (const provider of providers.values()) subagents.registerProvider(provider);
+  }
+  const activities = createActivities({
+    providers,
+    delegate: delegateThrough(subagents),
+    fetchRunContext: (runId) => client.workflow.getHandle(runId).query(runContextQuery),
+    fetchPendingMessages: (runId) => client.workflow.getHandle(runId).query(pendingMessagesQuery),
+    cache: new RunContextCache(options.contextCacheSize),
+    heartbeatIntervalMs: options.heartbeatIntervalMs,
+    cancelGraceMs: options.cancelGraceMs,
+    maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+  });
+  const workflowBundle = options.workflowBundle ?? (await bundleSubagentWorkflows({ tracing: options.tracing !== undefined }));
+  const taskQueues = [...new Set([...providers.values()].map((p) => p.taskQueue ?? defaultTaskQueue(p.name)))];
+  const heartbeatThrottle = options.heartbeatIntervalMs ?? 1000;
+  const workers = await Promise.all(
+    taskQueues.map((taskQueue) =>
+      Worker.create({
+        // Heartbeats are throttled to this interval, and cancellation arrives with them.
+        maxHeartbeatThrottleInterval: heartbeatThrottle,
+        defaultHeartbeatThrottleInterval: heartbeatThrottle,
+        // A run whose worker died waits this long for it before another worker takes its next
+        // workflow task (and replays it): the SDK's 10 s default dominates recovery otherwise.
+        stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT_MS,
+        ...(options.tracing ? tracingWorkerOptions(options.tracing) : {}),
+        ...options.workerOptions,
+        connection: options.connection,
+        namespace,
+        taskQueue,
+        ...(options.identity === undefined ? {} : { identity: options.identity }),
+        workflowBundle,
+        activities,
+        ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
+      }),
+    ),
+  );
+
+  let running: Promise<void> | undefined;
+  const run = () => (running ??= Promise.all(workers.map((worker) => worker.run())).then(() => undefined));
+  const shutdown = async () => {
+    for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+    await running;
+  };
+  return {
+    taskQueues,
+    run,
+    shutdown,
+    async runUntil(fn) {
+      const polling = run();
+      try {
+        return await Promise.race([fn(), polling.then(() => Promise.reject(new Error('the subagent worker stopped')))]);
+      } finally {
+        await shutdown();
+      }
+    },
+  };
+}
+
+/**
+ * Nested runs through `service`, the running child as their parent: its depth, its cwd, a link to
+ * its run, cancelled with its turn. A nested request without `maxDepth` keeps the parent's cap,
+ * so a cap set at the top holds for every descendant, in whatever process they run.
+ */
+function delegateThrough(service: TemporalSubagentService): SubagentDelegate {
+  return (provider, request, parent) => {
+    const cap = request.maxDepth ?? parent.maxDepth;
+    const depth = parent.depth + 1;
+    const capable = service.getProvider(provider)?.capabilities.depthLimit ?? false;
+    // A provider without the capability cannot take the cap; the depth is checked here instead.
+    if (request.maxDepth === undefined && cap !== undefined && !capable && depth > cap) throw new SubagentDepthError(depth, cap);
+    return service.start(provider, {
+      ...request,
+      ...(cap !== undefined && (capable || request.maxDepth !== undefined) ? { maxDepth: cap } : {}),
+      signal: request.signal ?? parent.signal,
+      parent: {
+        id: parent.runId,
+        runId: parent.runId,
+        options: { subagentDepth: parent.depth, ...(parent.model === undefined ? {} : { model: parent.model }) },
+        session: { header: { id: parent.runId, ...(parent.cwd === undefined ? {} : { cwd: parent.cwd }) } },
+      },
+    });
+  };
+}

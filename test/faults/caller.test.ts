@@ -1,0 +1,32 @@
+// Fault (d): the caller process dies while its delegations run. A new caller attaches by id and
+// gets every result; the runs never depended on the process that started them.
+import { createScriptedProvider, spawnReadyProcess } from '../../src/testing';
+import { connectTestTemporal, fixture, newService, startWorker, TestTemporal, text, uniqueName } from '../helpers/temporal';
+
+let temporal: TestTemporal;
+let stopWorker: () => Promise<void>;
+const scripted = createScriptedProvider({ name: uniqueName('caller-faults') });
+
+beforeAll(async () => {
+  temporal = await connectTestTemporal();
+  stopWorker = await startWorker(temporal, [scripted]);
+});
+afterAll(async () => {
+  await stopWorker?.();
+  await temporal?.close();
+});
+
+it('gives every result to a new caller that attaches after the first one was SIGKILLed', async () => {
+  let printed = '';
+  const caller = await spawnReadyProcess(fixture('caller-process'), { PROVIDER_NAME: scripted.name, RUNS: '5' }, (line) => {
+    if (line.startsWith('[')) printed = line;
+  });
+  const ids = JSON.parse(printed) as string[];
+  await caller.kill('SIGKILL');
+
+  const service = newService(temporal);
+  service.registerProvider(scripted);
+  const results = await Promise.all(ids.map((id) => service.attach(id).result));
+  expect(results).toEqual(ids.map((_, i) => ({ output: text(`finished task ${i}`), stopReason: 'completed' })));
+  await Promise.all(ids.map((id) => service.attach(id).dispose()));
+});

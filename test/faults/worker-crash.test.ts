@@ -1,0 +1,168 @@
+// A worker process SIGKILLed mid-turn: the run completes on a restarted worker with the right
+// result, the interrupted turn is redone with the same input, and no message reaches two turns.
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TranscriptEntry } from '../../src';
+import { createScriptedProvider, hangReply, ReadyProcess, ScriptedTurnEvent, spawnWorkerProcess, startFakeOpenAI, textReply, toolCallReply } from '../../src/testing';
+import { createSpawnProvider } from '../../src/worker';
+import { runContextQuery } from '../../workflows/definitions';
+import { connectTestTemporal, eventually, newService, TestTemporal, text, uniqueName } from '../helpers/temporal';
+
+type LoggedEvent = ScriptedTurnEvent & { pid: number };
+
+let temporal: TestTemporal;
+const workers: ReadyProcess[] = [];
+
+beforeAll(async () => {
+  temporal = await connectTestTemporal();
+});
+afterAll(async () => {
+  await Promise.all(workers.map((worker) => worker.kill()));
+  await temporal?.close();
+});
+
+/** A provider name of its own, its descriptor registered, and the crash fixture's event log. */
+function crashSetup(runSettings = {}) {
+  const name = uniqueName('crash');
+  const eventsFile = join(mkdtempSync(join(tmpdir(), 'subagent-crash-')), 'events.jsonl');
+  writeFileSync(eventsFile, '');
+  const env = { PROVIDER_NAME: name, EVENTS_FILE: eventsFile };
+  const events = () =>
+    readFileSync(eventsFile, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as LoggedEvent);
+  const service = newService(temporal);
+  service.registerProvider(createScriptedProvider({ name, runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' }, ...runSettings } }));
+  const spawnWorker = async () => {
+    const worker = await spawnWorkerProcess(env);
+    workers.push(worker);
+    return worker;
+  };
+  return { name, events, service, spawnWorker };
+}
+
+it('completes on a restarted worker after a SIGKILL mid-turn, delivering each message to exactly one turn', async () => {
+  const { name, events, service, spawnWorker } = crashSetup();
+  const started = (turn: number, attempt = 1) =>
+    eventually(() => events().find((e) => e.kind === 'turn-start' && e.turn === turn && e.attempt === attempt), 30_000);
+
+  const firstWorker = await spawnWorker();
+  const run = service.start(name, {
+    prompt: text('go'),
+    parent: { id: 'parent' },
+    agentOptions: {
+      script: [
+        { delayMs: 1000, reply: 'read {input}' },
+        { delayMs: 3000, reply: 'steered by {input}' },
+        { reply: 'final after {conversation}, then {input}' },
+      ],
+    },
+  });
+  await started(0);
+  run.sendMessage!(text('m1'));
+  run.sendMessage!(text('m2'));
+
+  const victim = await started(1);
+  await firstWorker.kill('SIGKILL');
+  run.sendMessage!(text('m3')); // arrives while no worker is alive
+  await spawnWorker();
+
+  expect(await run.result).toEqual({
+    output: text('final after go | m1 | m2, then m3'),
+    stopReason: 'completed',
+  });
+
+  const log = events();
+  const retried = log.filter((e) => e.kind === 'turn-start' && e.turn === 1);
+  expect(retried.map((e) => e.attempt)).toEqual([1, 2]);
+  expect(retried.map((e) => e.input)).toEqual([
+    ['m1', 'm2'],
+    ['m1', 'm2'],
+  ]);
+  expect(retried[1]!.pid).not.toBe(victim.pid);
+  expect(log.some((e) => e.kind === 'turn-end' && e.turn === 1 && e.attempt === 1)).toBe(false);
+
+  // Each message went to exactly one turn (retries of a turn repeat that turn, never another).
+  const turnsOf = new Map<string, Set<number>>();
+  for (const event of log.filter((e) => e.kind === 'turn-start')) {
+    for (const message of event.input) turnsOf.set(message, (turnsOf.get(message) ?? new Set()).add(event.turn));
+  }
+  expect(Object.fromEntries([...turnsOf].map(([message, turns]) => [message, [...turns]]))).toEqual({
+    go: [0],
+    m1: [1],
+    m2: [1],
+    m3: [2],
+  });
+
+  // The durable conversation holds every message once and one answer per turn.
+  const { entries } = await temporal.client.workflow.getHandle(run.id).query(runContextQuery);
+  const flat = entries.map((entry: TranscriptEntry) =>
+    entry.kind === 'tool' ? 'tool' : `${entry.kind}:${entry.content.map((b) => (b.type === 'text' ? b.text : '')).join('')}`,
+  );
+  expect(flat).toEqual([
+    'user:go',
+    'assistant:read go',
+    'user:m1',
+    'user:m2',
+    'assistant:steered by m1 | m2',
+    'user:m3',
+    'assistant:final after go | m1 | m2, then m3',
+  ]);
+  await run.dispose();
+}, 90_000);
+
+it('yields structured exactly once when the worker is SIGKILLed right after the capture', async () => {
+  const { name, events, service, spawnWorker } = crashSetup();
+  const firstWorker = await spawnWorker();
+  const run = service.start(name, {
+    prompt: text('capture then die'),
+    parent: { id: 'parent' },
+    outputSchema: { type: 'object', properties: { verdict: { type: 'string' } }, required: ['verdict'] },
+    agentOptions: { script: [{ calls: [{ name: 'structured_output', arguments: { verdict: 'ship it' } }], holdMs: 3000 }] },
+  });
+  await eventually(() => events().find((e) => e.kind === 'tool-result' && e.attempt === 1), 30_000);
+  await firstWorker.kill('SIGKILL');
+  await spawnWorker();
+
+  const result = await run.result;
+  expect(result.structured).toEqual({ verdict: 'ship it' });
+  expect(result.stopReason).toBe('completed');
+  const captures = events().filter((e) => e.kind === 'tool-result' && e.tool?.result === 'Structured output recorded.');
+  expect(captures.map((e) => e.attempt)).toEqual([1, 2]);
+  const history = await temporal.client.workflow.getHandle(run.id).fetchHistory();
+  const completions = history.events!.filter((e) => e.activityTaskCompletedEventAttributes);
+  expect(completions).toHaveLength(1);
+  await run.dispose();
+}, 90_000);
+
+it('repeats no completed model call when the worker is SIGKILLed between two model calls', async () => {
+  const fake = await startFakeOpenAI();
+  try {
+    const name = uniqueName('crash-spawn');
+    const service = newService(temporal);
+    service.registerProvider(createSpawnProvider({ name, runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' } } }));
+    const env = { PROVIDER_NAME: name, PROVIDER_KIND: 'spawn', OPENAI_BASE_URL: fake.baseURL, SUBAGENT_MODEL: 'fake-model' };
+    const first = await spawnWorkerProcess(env);
+    workers.push(first);
+    fake.enqueue(toolCallReply([{ id: 'call-ls', name: 'list_directory', arguments: {} }]), hangReply(), textReply('survived'));
+    const cwd = mkdtempSync(join(tmpdir(), 'subagent-crash-cwd-'));
+    const run = service.start(name, { prompt: text('list, then answer'), parent: { id: 'p', session: { header: { id: 's', cwd } } } });
+
+    await fake.waitForRequests(2, 30_000);
+    await first.kill('SIGKILL');
+    workers.push(await spawnWorkerProcess(env));
+
+    expect(await run.result).toEqual({ output: text('survived'), stopReason: 'completed' });
+    const conversations = fake.requests.map((request) => (request.body.messages as { role: string }[]).map((m) => m.role).join(','));
+    expect(conversations).toEqual(['system,user', 'system,user,assistant,tool', 'system,user,assistant,tool']);
+    expect(fake.requests[1]!.aborted).toBe(true);
+    const history = await temporal.client.workflow.getHandle(run.id).fetchHistory();
+    const scheduled = history.events!.flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType!.name] : []));
+    expect(scheduled).toEqual(['subagentModelCall', 'list_directory', 'subagentModelCall']);
+    await run.dispose();
+  } finally {
+    await fake.close();
+  }
+}, 90_000);

@@ -1,0 +1,275 @@
+// The acp provider against a real ACP agent in a child process over stdio (the scripted test
+// agent of src/testing/acp-test-agent.ts, built with the official SDK): completion, chunks, every
+// stop-reason mapping, cancel, permissions both ways, steering, resume through session/load,
+// crashes, timeouts, malformed output, file access, and no orphan process on any path.
+import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { SubagentRun } from '../../src';
+import { type AcpAgentScript, acpTestAgentCommand, ReadyProcess, spawnWorkerProcess } from '../../src/testing';
+import { AcpProviderOptions, createAcpProvider } from '../../src/worker';
+import { connectTestTemporal, eventually, newService, startWorker, TestTemporal, text, uniqueName } from '../helpers/temporal';
+
+let temporal: TestTemporal;
+let service: ReturnType<typeof newService>;
+const stops: (() => Promise<void>)[] = [];
+const cwd = mkdtempSync(join(tmpdir(), 'subagent-acp-'));
+writeFileSync(join(cwd, 'notes.txt'), 'inside the working directory\n');
+const outside = join(mkdtempSync(join(tmpdir(), 'subagent-acp-outside-')), 'secret.txt');
+writeFileSync(outside, 'outside\n');
+
+beforeAll(async () => {
+  temporal = await connectTestTemporal();
+  service = newService(temporal);
+});
+afterAll(async () => {
+  for (const stop of stops) await stop();
+  await temporal?.close();
+});
+
+interface AgentEvent {
+  event: string;
+  pid: number;
+  sessionId?: string;
+  index?: number;
+  text?: string;
+}
+
+/** An acp provider for one script, hosted by a fresh worker; its agent logs to a file of its own. */
+async function acpProvider(script: AcpAgentScript, options: Partial<AcpProviderOptions> = {}) {
+  const log = join(mkdtempSync(join(tmpdir(), 'subagent-acp-log-')), 'agent.jsonl');
+  appendFileSync(log, '');
+  const provider = createAcpProvider({
+    name: uniqueName('acp'),
+    ...acpTestAgentCommand(script, log),
+    killGraceMs: 500,
+    initializeTimeoutMs: 5000,
+    runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' } },
+    ...options,
+  });
+  stops.push(await startWorker(temporal, [provider], { heartbeatIntervalMs: 200 }));
+  service.registerProvider(provider);
+  const events = () =>
+    readFileSync(log, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as AgentEvent);
+  const start = (prompt = 'hello') => service.start(provider.name, { prompt: text(prompt), parent: { id: 'p', session: { header: { id: 's', cwd } } } });
+  return { provider, log, events, start };
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+/** Every agent process the run started has exited. */
+async function noOrphans(events: () => AgentEvent[]): Promise<void> {
+  const pids = [...new Set(events().filter((e) => e.event === 'start').map((e) => e.pid))];
+  expect(pids.length).toBeGreaterThan(0);
+  await eventually(() => (pids.some(alive) ? undefined : true), 5000);
+}
+const prompts = (events: () => AgentEvent[]) => events().filter((e) => e.event === 'prompt');
+
+it('runs a prompt turn and returns the streamed chunks as its output', async () => {
+  const agent = await acpProvider({ turns: [{ chunks: ['Hello ', 'from ', 'the agent: {prompt}'] }] });
+  const run = agent.start('hi there');
+  expect(await run.result).toEqual({ output: text('Hello from the agent: hi there'), stopReason: 'completed' });
+  const seen = agent.events();
+  expect(seen.find((e) => e.event === 'session/new')).toMatchObject({ cwd });
+  await noOrphans(agent.events);
+  await run.dispose();
+});
+
+it('concatenates output that arrives in many chunks', async () => {
+  const chunks = Array.from({ length: 60 }, (_, i) => `${i},`);
+  const agent = await acpProvider({ turns: [{ chunks }] });
+  const run = agent.start();
+  expect(await run.result).toEqual({ output: text(chunks.join('')), stopReason: 'completed' });
+  await run.dispose();
+});
+
+it.each([
+  ['end_turn', 'completed'],
+  ['cancelled', 'aborted'],
+  ['max_tokens', 'max-tokens'],
+  ['max_turn_requests', 'max-tokens'],
+  ['refusal', 'refusal'],
+  ['something_new', 'error'],
+])('maps the ACP stop reason %s onto %s', async (acpReason, stopReason) => {
+  const agent = await acpProvider({ turns: [{ chunks: ['partial'], stopReason: acpReason }] });
+  const run = agent.start();
+  const result = await run.result;
+  expect(result.stopReason).toBe(stopReason);
+  if (stopReason === 'error') expect(result.diagnostic).toContain('something_new');
+  await run.dispose();
+});
+
+it('cancels mid-prompt with session/cancel; the result is aborted and the process is gone', async () => {
+  const agent = await acpProvider({ turns: [{ chunks: ['working'], waitForCancel: true }] });
+  const run = agent.start();
+  await eventually(() => agent.events().find((e) => e.event === 'chunk'));
+  run.cancel('no longer needed');
+  expect((await run.result).stopReason).toBe('aborted');
+  expect(agent.events().some((e) => e.event === 'cancel')).toBe(true);
+  await noOrphans(agent.events);
+  await run.dispose();
+});
+
+it('kills an agent that ignores cancel, SIGTERM and EOF, so dispose returns with no process left', async () => {
+  const agent = await acpProvider({ turns: [{ chunks: ['stuck'], ignoreCancel: true }] });
+  const run = agent.start();
+  await eventually(() => agent.events().find((e) => e.event === 'hanging'));
+  await run.dispose();
+  expect((await run.result).stopReason).toBe('aborted');
+  await noOrphans(agent.events);
+});
+
+it.each([
+  ['rejects by default', {}, 'permission: reject_once', 'rejected'],
+  ['allows the configured tool kinds', { allowToolKinds: ['edit'] }, 'permission: allow_once', 'allowed'],
+])('answers permission requests by policy: %s, and records the decision in history', async (_case, options, chunk, decision) => {
+  const agent = await acpProvider({ turns: [{ askPermission: { title: 'edit notes.txt', kind: 'edit' }, chunks: [' then done'] }] }, options);
+  const run = agent.start();
+  expect(await run.result).toEqual({ output: text(`${chunk} then done`), stopReason: 'completed' });
+  const history = await temporal.client.workflow.getHandle(run.id).fetchHistory();
+  const completed = history.events!.find((e) => e.activityTaskCompletedEventAttributes)!.activityTaskCompletedEventAttributes!;
+  const payload = JSON.parse(Buffer.from(completed.result!.payloads![0]!.data!).toString('utf8'));
+  expect(payload.permissions).toEqual([{ toolCall: 'edit notes.txt', kind: 'edit', decision, optionId: chunk.split(': ')[1] }]);
+  await run.dispose();
+});
+
+it('delivers a steering message as the next prompt turn, to the same agent process', async () => {
+  const agent = await acpProvider({ turns: [{ chunks: ['first ', 'answer'], chunkDelayMs: 300 }, { chunks: ['steered: {prompt}'] }] });
+  const run = agent.start('start');
+  await eventually(() => agent.events().find((e) => e.event === 'chunk'));
+  run.sendMessage!(text('change course'));
+  expect(await run.result).toEqual({ output: text('steered: change course'), stopReason: 'completed' });
+  const seen = prompts(agent.events);
+  expect(seen.map((e) => e.text)).toEqual(['start', 'change course']);
+  expect(new Set(seen.map((e) => e.pid)).size).toBe(1);
+  await run.dispose();
+});
+
+it('resumes through session/load in a new process, continuing the same session', async () => {
+  const agent = await acpProvider({ loadSession: true, turns: [{ chunks: ['answer to {prompt}'] }] }, { resumable: true });
+  const run = agent.start('one');
+  expect(await run.result).toEqual({ output: text('answer to one'), stopReason: 'completed' });
+  const resumed = run.resume!(text('two'));
+  expect(await resumed.result).toEqual({ output: text('answer to two'), stopReason: 'completed' });
+  const created = agent.events().find((e) => e.event === 'session/new')!;
+  const loaded = agent.events().find((e) => e.event === 'session/load')!;
+  expect(loaded.sessionId).toBe(created.sessionId);
+  expect(loaded.pid).not.toBe(created.pid);
+  await noOrphans(agent.events);
+  await resumed.dispose();
+});
+
+it('offers no resume for an agent configured without it, and refuses resume when the agent cannot load', async () => {
+  const plain = await acpProvider({ turns: [] });
+  const run = plain.start();
+  expect('resume' in run).toBe(false);
+  await run.result;
+  await run.dispose();
+
+  const claimed = await acpProvider({ loadSession: false, turns: [] }, { resumable: true });
+  const first = claimed.start();
+  await first.result;
+  const resumed = first.resume!(text('again'));
+  const result = await resumed.result;
+  expect(result.stopReason).toBe('error');
+  expect(result.diagnostic).toContain('NOT_RESUMABLE');
+  await resumed.dispose();
+});
+
+it('settles error with the tail of stderr when the agent crashes', async () => {
+  const agent = await acpProvider({ turns: [], crashOnPrompt: { index: 0, stderr: 'fatal: model weights not found', code: 3 } });
+  const run = agent.start();
+  const result = await run.result;
+  expect(result.stopReason).toBe('error');
+  expect(result.diagnostic).toContain('exited with code 3');
+  expect(result.diagnostic).toContain('fatal: model weights not found');
+  await run.dispose();
+});
+
+it('settles error when the agent never answers initialize', async () => {
+  const agent = await acpProvider({ hangOnInitialize: true, turns: [] }, { initializeTimeoutMs: 1000 });
+  const run = agent.start();
+  const result = await run.result;
+  expect(result.stopReason).toBe('error');
+  expect(result.diagnostic).toContain('did not answer initialize within 1000 ms');
+  await noOrphans(agent.events);
+  await run.dispose();
+});
+
+it('survives malformed output from the agent, reporting it in the diagnostic', async () => {
+  const agent = await acpProvider({ garbageOnInitialize: 'this is not JSON', turns: [{ chunks: ['fine'] }] });
+  const run = agent.start();
+  const result = await run.result;
+  expect(result).toMatchObject({ output: text('fine'), stopReason: 'completed' });
+  expect(result.diagnostic).toContain('"this is not JSON"');
+  await run.dispose();
+});
+
+it('gives no file access unless configured, and confines it to the run cwd when on', async () => {
+  const off = await acpProvider({ turns: [{ readFile: join(cwd, 'notes.txt') }] });
+  const denied = off.start();
+  expect(((await denied.result).output[0] as { text: string }).text).toContain('read refused');
+  await denied.dispose();
+
+  const on = await acpProvider({ turns: [{ readFile: join(cwd, 'notes.txt') }] }, { fileSystem: { read: true } });
+  const reader = on.start();
+  expect(await reader.result).toEqual({ output: text('read: inside the working directory\n'), stopReason: 'completed' });
+  await reader.dispose();
+
+  const escaping = await acpProvider({ turns: [{ readFile: outside }] }, { fileSystem: { read: true } });
+  const refused = escaping.start();
+  const refusal = ((await refused.result).output[0] as { text: string }).text;
+  expect(refusal).toContain('read refused');
+  expect(refusal).not.toContain('outside\n');
+  await refused.dispose();
+});
+
+describe('a worker crash mid-prompt', () => {
+  let worker: ReadyProcess | undefined;
+  afterAll(async () => worker?.kill());
+
+  it('retries the turn on another worker, where the new process loads the session', async () => {
+    const log = join(mkdtempSync(join(tmpdir(), 'subagent-acp-crash-')), 'agent.jsonl');
+    appendFileSync(log, '');
+    const name = uniqueName('acp-crash');
+    const script: AcpAgentScript = { loadSession: true, turns: [{ chunks: ['slow'], chunkDelayMs: 5000 }] };
+    service.registerProvider(
+      createAcpProvider({ name, command: 'unused', runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' } } }),
+    );
+    const agent = acpTestAgentCommand(script, log);
+    const env = {
+      PROVIDER_NAME: name,
+      PROVIDER_KIND: 'acp',
+      ACP_COMMAND: JSON.stringify([agent.command, ...agent.args]),
+      ...agent.env,
+    };
+    const events = () => readFileSync(log, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as AgentEvent);
+    worker = await spawnWorkerProcess(env);
+    const run: SubagentRun = service.start(name, { prompt: text('long task'), parent: { id: 'p', session: { header: { id: 's', cwd } } } });
+    const first = await eventually(() => events().find((e) => e.event === 'prompt'), 30_000);
+    // Heartbeats (which carry the session id to the retry) go out at most every 200 ms.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await worker.kill('SIGKILL');
+    worker = await spawnWorkerProcess(env);
+
+    const result = await run.result;
+    // The new process plays the script from its first turn again.
+    expect(result).toEqual({ output: text('slow'), stopReason: 'completed' });
+    const created = events().find((e) => e.event === 'session/new')!;
+    const loaded = events().find((e) => e.event === 'session/load')!;
+    expect(loaded.sessionId).toBe(created.sessionId);
+    expect(loaded.pid).not.toBe(first.pid);
+    // The first worker's agent saw its stdin close when the worker died, and exited.
+    await eventually(() => (alive(first.pid) ? undefined : true), 5000);
+    await run.dispose();
+  }, 60_000);
+});

@@ -1,0 +1,168 @@
+// The `subagents` command against the real server, as a user runs it: a separate process per
+// invocation, human and --json output, exit codes, and the audit trail's tamper check.
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { createScriptedProvider, freePort } from '../../src/testing';
+import { connectTestTemporal, eventually, startWorker, TestTemporal, uniqueName } from '../helpers/temporal';
+
+const CLI = resolve(__dirname, '..', '..', 'src', 'cli', 'index.ts');
+const scripted = createScriptedProvider({ name: uniqueName('cli'), runSettings: { resumeWindow: '1 hour' } });
+let temporal: TestTemporal;
+let stopWorker: () => Promise<void>;
+
+beforeAll(async () => {
+  temporal = await connectTestTemporal();
+  stopWorker = await startWorker(temporal, [scripted], { heartbeatIntervalMs: 200 });
+});
+afterAll(async () => {
+  await stopWorker?.();
+  await temporal?.close();
+});
+
+interface Outcome {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function cli(args: string[], env: Record<string, string> = {}): Promise<Outcome> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', 'tsx', CLI, ...args], {
+      env: { ...process.env, TEMPORAL_ADDRESS: temporal.address, ...env },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const failure = err as { code: number; stdout: string; stderr: string };
+    return { code: failure.code, stdout: failure.stdout, stderr: failure.stderr };
+  }
+}
+const json = (outcome: Outcome) => JSON.parse(outcome.stdout.trim().split('\n').at(-1)!) as Record<string, any>;
+
+it('starts a run and waits for it, with progress on stderr and the result on stdout', async () => {
+  const slow = JSON.stringify({ script: [{ delayMs: 1500, reply: 'counted: {input}' }] });
+  const outcome = await cli(['start', scripted.name, 'count the files', '--agent-options', slow, '--wait']);
+  expect(outcome.code).toBe(0);
+  expect(outcome.stdout.trim()).toBe('completed: counted: count the files');
+  expect(outcome.stderr).toContain('started subagent-');
+  expect(outcome.stderr).toMatch(/turn 0 completed/);
+});
+
+it('starts, lists, shows, messages, resumes and logs a run in --json', async () => {
+  const started = await cli(['start', scripted.name, 'first task', '--json']);
+  expect(started.code).toBe(0);
+  const id = json(started).id as string;
+
+  const shown = await eventually(async () => {
+    const outcome = json(await cli(['show', id, '--json']));
+    return outcome.status === 'parked' ? outcome : undefined;
+  }, 20_000);
+  expect(shown).toMatchObject({ id, provider: scripted.name, depth: 1, stopReason: 'completed', turns: 1, lastResult: { stopReason: 'completed' } });
+
+  const listed = await eventually(async () => {
+    const rows = json(await cli(['list', '--provider', scripted.name, '--status', 'parked', '--json'])) as unknown as { id: string }[];
+    return rows.some((row) => row.id === id) ? rows : undefined;
+  }, 20_000);
+  expect(listed.find((row) => row.id === id)).toMatchObject({ provider: scripted.name, status: 'parked', stopReason: 'completed' });
+
+  const resumed = await cli(['resume', id, 'second task', '--wait', '--json']);
+  expect(resumed.code).toBe(0);
+  expect(json(resumed)).toMatchObject({ id, stopReason: 'completed', output: [{ type: 'text', text: 'scripted reply to: second task' }] });
+
+  const logs = await cli(['logs', id, '--no-follow']);
+  expect(logs.stdout).toContain(`started on ${scripted.name}: first task`);
+  expect(logs.stdout).toContain('resume: second task');
+  expect(logs.stdout).toContain('turn 1 completed: scripted reply to: second task');
+});
+
+it('sends a message to a running run, and cancels another', async () => {
+  const script = JSON.stringify({ script: [{ delayMs: 3000, reply: 'first' }, { reply: 'then got: {input}' }] });
+  const steered = json(await cli(['start', scripted.name, 'slow task', '--agent-options', script, '--json']));
+  const sent = await cli(['send', steered.id, 'also this']);
+  expect(sent.code).toBe(0);
+  expect(sent.stdout).toContain(`sent to ${steered.id}`);
+  const done = await eventually(async () => {
+    const outcome = json(await cli(['show', steered.id, '--json']));
+    return outcome.status === 'parked' ? outcome : undefined;
+  }, 20_000);
+  expect(done.lastResult.output).toEqual([{ type: 'text', text: 'then got: also this' }]);
+
+  const hanging = json(await cli(['start', scripted.name, 'never ends', '--agent-options', JSON.stringify({ script: [{ hang: true }] }), '--json']));
+  const cancelled = await cli(['cancel', hanging.id]);
+  expect(cancelled.code).toBe(0);
+  const shown = await eventually(async () => {
+    const outcome = json(await cli(['show', hanging.id, '--json']));
+    return outcome.temporalStatus === 'COMPLETED' ? outcome : undefined;
+  }, 20_000);
+  expect(shown).toMatchObject({ status: 'closed', stopReason: 'aborted' });
+});
+
+it('exports an audit trail that verifies, and detects an edited, a removed and a reordered record', async () => {
+  const started = json(await cli(['start', scripted.name, 'audited task', '--wait', '--json']));
+  const dir = mkdtempSync(join(tmpdir(), 'subagent-audit-'));
+  const file = join(dir, 'audit.jsonl');
+  expect((await cli(['audit', 'export', started.id, '--out', file])).code).toBe(0);
+  const lines = readFileSync(file, 'utf8').trim().split('\n');
+  const types = lines.map((line) => JSON.parse(line).type);
+  expect(types.slice(0, 2)).toEqual(['audit.header', 'start']);
+  expect(types).toContain('turn');
+  expect(types).toContain('result');
+  expect(await cli(['audit', 'verify', file])).toMatchObject({ code: 0, stdout: expect.stringContaining('chain intact') });
+
+  const tampered = (name: string, edit: (records: string[]) => string[]) => {
+    const path = join(dir, name);
+    writeFileSync(path, edit([...lines]).join('\n') + '\n');
+    return path;
+  };
+  const edited = tampered('edited.jsonl', (records) => records.map((line, i) => (i === 2 ? line.replace('audited task', 'innocent task') : line)));
+  const removed = tampered('removed.jsonl', (records) => records.filter((_, i) => i !== 1));
+  const truncated = tampered('truncated.jsonl', (records) => records.slice(0, -1));
+  const reordered = tampered('reordered.jsonl', (records) => [records[0]!, records[2]!, records[1]!, ...records.slice(3)]);
+  for (const path of [edited, removed, truncated, reordered]) {
+    const outcome = await cli(['audit', 'verify', path]);
+    expect(outcome.code).toBe(5);
+    expect(outcome.stdout).toMatch(/record \d+: /);
+  }
+});
+
+it('says so with documented exit codes for an unknown run, an unreachable server and a usage error', async () => {
+  const unknown = await cli(['show', `subagent-${scripted.name}:missing`]);
+  expect(unknown.code).toBe(3);
+  expect(unknown.stderr).toContain('no subagent run with id');
+  const unreachable = await cli(['list'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+  expect(unreachable.code).toBe(4);
+  expect(unreachable.stderr).toContain('cannot reach the Temporal server at 127.0.0.1:1');
+  const usage = await cli(['start']);
+  expect(usage.code).toBe(2);
+  expect(usage.stderr).toContain('usage: subagents start <provider> <prompt>');
+});
+
+it('runs `subagents dev`: the embedded server and a worker that serve a delegation, until SIGTERM', async () => {
+  const port = await freePort();
+  const cwd = mkdtempSync(join(tmpdir(), 'subagent-dev-'));
+  // Runs in a fresh directory (its .data/ goes there), so tsx is imported by its path.
+  const dev = spawn(process.execPath, ['--import', pathToFileURL(require.resolve('tsx')).href, CLI, 'dev', '--port', String(port), '--json'], {
+    cwd,
+    env: { ...process.env, SUBAGENT_PROVIDERS: 'scripted' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((done) => dev.once('exit', (code) => done(code)));
+  try {
+    const ready = await new Promise<Record<string, unknown>>((resolveReady, reject) => {
+      dev.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+        const line = chunk.split('\n').find((candidate) => candidate.startsWith('{'));
+        if (line) resolveReady(JSON.parse(line));
+      });
+      dev.once('exit', (code) => reject(new Error(`subagents dev exited with ${code}`)));
+    });
+    expect(ready).toMatchObject({ address: `127.0.0.1:${port}`, taskQueues: ['subagents.scripted'] });
+    const outcome = await cli(['start', 'scripted', 'hello dev', '--wait'], { TEMPORAL_ADDRESS: `127.0.0.1:${port}` });
+    expect(outcome).toMatchObject({ code: 0, stdout: 'completed: scripted reply to: hello dev\n' });
+  } finally {
+    dev.kill('SIGTERM');
+  }
+  expect(await exited).toBe(0);
+}, 90_000);

@@ -1,0 +1,309 @@
+// The spawn and fork providers over real HTTP to a fake OpenAI-compatible server (a test double),
+// with the real Temporal server: the agent loop, tools as activities, filters, path confinement,
+// structured capture through the real tool, cancellation of the HTTP call, retries and failures.
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { STRUCTURED_OUTPUT_INSTRUCTION } from '../../src/worker';
+import type { SubagentRun, SubagentRunEndInfo, SubagentSessionEvent } from '../../src';
+import { errorReply, FakeOpenAI, hangReply, refusalReply, startFakeOpenAI, textReply, toolCallReply } from '../../src/testing';
+import { createForkProvider, createSpawnProvider } from '../../src/worker';
+import { statusQuery } from '../../workflows/definitions';
+import { connectTestTemporal, newService, startWorker, TestTemporal, text, uniqueName } from '../helpers/temporal';
+
+let temporal: TestTemporal;
+let fake: FakeOpenAI;
+let stopWorker: () => Promise<void>;
+let service: ReturnType<typeof newService>;
+const cwd = mkdtempSync(join(tmpdir(), 'subagent-llm-'));
+writeFileSync(join(cwd, 'notes.txt'), 'the answer is 42\n');
+mkdirSync(join(cwd, 'src'));
+writeFileSync(join(cwd, 'src', 'main.ts'), 'export const answer = 42;\n');
+const outside = mkdtempSync(join(tmpdir(), 'subagent-outside-'));
+writeFileSync(join(outside, 'secret.txt'), 'do not read\n');
+
+const settings = { retry: { initialInterval: '100 ms' }, maxStepsPerTurn: 250 };
+let spawn: ReturnType<typeof createSpawnProvider>;
+let fork: ReturnType<typeof createForkProvider>;
+
+beforeAll(async () => {
+  temporal = await connectTestTemporal();
+  fake = await startFakeOpenAI();
+  const endpoint = { baseURL: fake.baseURL, apiKey: 'test-key', model: 'fake-model' };
+  spawn = createSpawnProvider({ name: uniqueName('spawn'), endpoint, runSettings: settings });
+  fork = createForkProvider({ name: uniqueName('fork'), endpoint, runSettings: settings });
+  stopWorker = await startWorker(temporal, [spawn, fork], { heartbeatIntervalMs: 200 });
+  service = newService(temporal);
+  service.registerProvider(spawn);
+  service.registerProvider(fork);
+});
+afterAll(async () => {
+  await stopWorker?.();
+  await fake?.close();
+  await temporal?.close();
+});
+
+const parent = { id: 'parent', session: { header: { id: 'parent-session', cwd } } };
+const startSpawn = (prompt: string, extra: object = {}) => service.start(spawn.name, { prompt: text(prompt), parent, ...extra });
+/** Requests this test made: the fake records every request in order. */
+function mark() {
+  const from = fake.requests.length;
+  return () => fake.requests.slice(from);
+}
+const messagesOf = (index: number, since: () => typeof fake.requests) => since()[index]!.body.messages as { role: string; content: string | null; tool_call_id?: string }[];
+const activityTypes = async (run: SubagentRun) => {
+  const history = await temporal.client.workflow.getHandle(run.id).fetchHistory();
+  return history.events!.flatMap((event) => (event.activityTaskScheduledEventAttributes ? [event.activityTaskScheduledEventAttributes.activityType!.name!] : []));
+};
+
+describe('spawn', () => {
+  it('completes with the model reply, sending the system prompt, the prompt and the file tools', async () => {
+    const since = mark();
+    fake.enqueue(textReply('hello back', { usage: { prompt: 12, completion: 3 } }));
+    const run = startSpawn('say hello');
+    expect(await run.result).toEqual({ output: text('hello back'), stopReason: 'completed' });
+    const [request] = since();
+    expect(request!.body.model).toBe('fake-model');
+    expect(request!.headers.authorization).toBe('Bearer test-key');
+    expect(request!.body.messages).toEqual([
+      { role: 'system', content: expect.stringContaining('You are a subagent') },
+      { role: 'user', content: 'say hello' },
+    ]);
+    expect(request!.body.tools.map((tool: { function: { name: string } }) => tool.function.name)).toEqual([
+      'read_file',
+      'list_directory',
+      'search_text',
+    ]);
+    expect(await temporal.client.workflow.getHandle(run.id).query(statusQuery)).toMatchObject({ usage: { promptTokens: 12, completionTokens: 3 } });
+    await run.dispose();
+  });
+
+  it('uses agentOptions.model over the configured model, and reports usage in subagent/end', async () => {
+    const since = mark();
+    const ends: SubagentRunEndInfo[] = [];
+    const off = service.on('subagent/end', (info) => ends.push(info));
+    fake.enqueue(textReply('ok', { usage: { prompt: 7, completion: 2 } }));
+    const run = startSpawn('which model?', { agentOptions: { model: 'deepseek-chat' } });
+    await run.result;
+    await Promise.resolve();
+    expect(since()[0]!.body.model).toBe('deepseek-chat');
+    expect(ends.find((info) => info.id === run.id)?.usage).toEqual({ promptTokens: 7, completionTokens: 2 });
+    off();
+    await run.dispose();
+  });
+
+  it('runs a tool call as an activity named after the tool and hands its result to the next model call', async () => {
+    const since = mark();
+    fake.enqueue(toolCallReply([{ id: 'call-read', name: 'read_file', arguments: { path: 'notes.txt' } }]), textReply('it says 42'));
+    const run = startSpawn('what do the notes say?');
+    expect(await run.result).toEqual({ output: text('it says 42'), stopReason: 'completed' });
+    const messages = messagesOf(1, since);
+    expect(messages.at(-2)).toMatchObject({ role: 'assistant', tool_calls: [{ id: 'call-read', function: { name: 'read_file' } }] });
+    expect(messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'call-read', content: expect.stringContaining('the answer is 42') });
+    expect(await activityTypes(run)).toEqual(['subagentModelCall', 'read_file', 'subagentModelCall']);
+    await run.dispose();
+  });
+
+  it('refuses a path that leaves the working directory', async () => {
+    const since = mark();
+    fake.enqueue(toolCallReply([{ name: 'read_file', arguments: { path: join('..', outside.split('/').pop()!, 'secret.txt') } }]), textReply('refused'));
+    const run = startSpawn('read a secret');
+    await run.result;
+    const toolMessage = messagesOf(1, since).at(-1)!;
+    expect(toolMessage.content).toContain('leaves the working directory');
+    expect(toolMessage.content).not.toContain('do not read');
+    await run.dispose();
+  });
+
+  it('narrows the tools with toolFilter: allow keeps only the named ones, deny wins, and a filtered tool is refused', async () => {
+    const since = mark();
+    fake.enqueue(textReply('allowed'));
+    const allowed = startSpawn('x', { toolFilter: { allow: ['read_file', 'search_text'], deny: ['search_text'] } });
+    await allowed.result;
+    expect(since()[0]!.body.tools.map((tool: { function: { name: string } }) => tool.function.name)).toEqual(['read_file']);
+
+    fake.enqueue(toolCallReply([{ id: 'call-ls', name: 'list_directory', arguments: {} }]), textReply('denied'));
+    const denied = startSpawn('y', { toolFilter: { deny: ['list_directory'] } });
+    await denied.result;
+    expect(since()[1]!.body.tools.map((tool: { function: { name: string } }) => tool.function.name)).toEqual(['read_file', 'search_text']);
+    expect(messagesOf(2, since).at(-1)).toMatchObject({
+      role: 'tool',
+      tool_call_id: 'call-ls',
+      content: 'Error: tool "list_directory" is not available to this subagent (available: read_file, search_text)',
+    });
+    expect(await activityTypes(denied)).toEqual(['subagentModelCall', 'subagentModelCall']);
+    await Promise.all([allowed.dispose(), denied.dispose()]);
+  });
+
+  it('refuses a toolFilter naming a tool the provider does not have with UNKNOWN_TOOL', () => {
+    expect(() => startSpawn('x', { toolFilter: { allow: ['rm_rf'] } })).toThrow(
+      expect.objectContaining({ code: 'UNKNOWN_TOOL', message: expect.stringContaining('"rm_rf"') }),
+    );
+  });
+
+  it('captures structured output through the real tool, listed last, with the instruction ending the system prompt', async () => {
+    const since = mark();
+    const schema = { type: 'object', properties: { answer: { type: 'integer' } }, required: ['answer'] };
+    fake.enqueue(
+      toolCallReply([{ name: 'structured_output', arguments: { answer: 'forty-two' } }]),
+      toolCallReply([{ name: 'structured_output', arguments: { answer: 42 } }, { name: 'read_file', arguments: { path: 'notes.txt' } }]),
+    );
+    const run = startSpawn('answer as JSON', { outputSchema: schema });
+    const result = await run.result;
+    expect(result.structured).toEqual({ answer: 42 });
+    expect(result.stopReason).toBe('completed');
+    expect(since()).toHaveLength(2);
+    const [first, second] = since();
+    const tools = first!.body.tools as { function: { name: string; parameters: unknown } }[];
+    expect(tools.at(-1)!.function).toMatchObject({ name: 'structured_output', parameters: schema });
+    expect((first!.body.messages[0].content as string).endsWith(STRUCTURED_OUTPUT_INSTRUCTION)).toBe(true);
+    expect(second!.body.messages.at(-1)).toMatchObject({
+      role: 'tool',
+      content: 'Error: invalid arguments: "value.answer" must be an integer',
+    });
+    // The capture ends the turn: the read_file call after it was denied, never run.
+    expect(await activityTypes(run)).toEqual(['subagentModelCall', 'subagentModelCall']);
+    await run.dispose();
+  });
+
+  it.each([
+    ['refusal', refusalReply('I cannot help with that'), 'refusal'],
+    ['max-tokens', textReply('cut', { finishReason: 'length' }), 'max-tokens'],
+  ])('maps a %s answer onto its stop reason', async (_case, reply, stopReason) => {
+    fake.enqueue(reply);
+    const run = startSpawn('x');
+    expect((await run.result).stopReason).toBe(stopReason);
+    await run.dispose();
+  });
+
+  it('aborts the HTTP call on cancel (the server sees the connection close) and settles aborted', async () => {
+    const since = mark();
+    fake.enqueue(hangReply());
+    const run = startSpawn('take forever');
+    await waitFor(() => since().length === 1);
+    run.cancel('no longer needed');
+    expect(await run.result).toEqual({ output: [], stopReason: 'aborted' });
+    expect(await since()[0]!.done).toBe('aborted');
+    await run.dispose();
+  });
+
+  it('retries a 429 after its Retry-After, and ends a 400 with error without retrying', async () => {
+    const since = mark();
+    fake.enqueue(errorReply(429, 'slow down', { headers: { 'retry-after': '1' } }), textReply('after the wait'));
+    const started = Date.now();
+    const throttled = startSpawn('x');
+    expect(await throttled.result).toEqual({ output: text('after the wait'), stopReason: 'completed' });
+    // The retry policy alone would wait 100 ms; the endpoint asked for a second.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+    const [first, second] = since();
+    expect(second).toBeDefined();
+    expect(await first!.done).toBe('answered');
+
+    fake.enqueue(errorReply(400, 'bad request: unknown parameter'));
+    const rejected = startSpawn('y');
+    const result = await rejected.result;
+    expect(result.stopReason).toBe('error');
+    expect(result.diagnostic).toContain('400');
+    expect(result.diagnostic).toContain('bad request: unknown parameter');
+    expect(since()).toHaveLength(3);
+    await Promise.all([throttled.dispose(), rejected.dispose()]);
+  });
+
+  it('hands steering messages to the child before its next model call, in the same turn', async () => {
+    const since = mark();
+    fake.enqueue(toolCallReply([{ name: 'list_directory', arguments: {} }], { delayMs: 600 }), textReply('steered'));
+    const run = startSpawn('look around');
+    await waitFor(() => since().length === 1);
+    run.sendMessage!(text('only the src folder matters'));
+    expect(await run.result).toEqual({ output: text('steered'), stopReason: 'completed' });
+    expect(messagesOf(1, since).slice(-2).map((message) => message.role)).toEqual(['tool', 'user']);
+    expect(messagesOf(1, since).at(-1)!.content).toBe('only the src folder matters');
+    await run.dispose();
+  });
+
+  it('resumes with the whole conversation', async () => {
+    const since = mark();
+    fake.enqueue(textReply('first answer'), textReply('second answer'));
+    const run = startSpawn('first question');
+    await run.result;
+    const resumed = run.resume!(text('follow-up'));
+    expect(await resumed.result).toEqual({ output: text('second answer'), stopReason: 'completed' });
+    expect(messagesOf(1, since).slice(1)).toEqual([
+      { role: 'user', content: 'first question' },
+      { role: 'assistant', content: 'first answer' },
+      { role: 'user', content: 'follow-up' },
+    ]);
+    await resumed.dispose();
+  });
+});
+
+describe('fork', () => {
+  const message = (type: string, data: object): SubagentSessionEvent => ({ type, data });
+  const events: SubagentSessionEvent[] = [
+    message('user/message', { content: text('parent question one') }),
+    message('assistant/message', { content: [...text('checking'), { type: 'tool-call', id: 'p1', name: 'read_file', arguments: '{"path":"notes.txt"}' }] }),
+    message('tool/result', { callId: 'p1', content: text('the answer is 42'), isError: false }),
+    message('assistant/message', { content: text('parent answer one') }),
+    message('turn/end', { reason: { kind: 'completed' } }),
+    message('user/message', { content: text('parent question two') }),
+    message('assistant/message', { content: text('parent answer two') }),
+    message('turn/end', { reason: { kind: 'completed' } }),
+    // The turn in flight: its delegating tool call has no result yet.
+    message('user/message', { content: text('in-flight question') }),
+    message('assistant/message', { content: [{ type: 'tool-call', id: 'p2', name: 'subagent', arguments: '{}' }] }),
+  ];
+
+  it('sees the parent conversation up to its last completed turn, never the turn in flight, and answers on its own', async () => {
+    const since = mark();
+    fake.enqueue(textReply('forked answer'));
+    const run = service.start(fork.name, { prompt: text('continue from here'), parent: { ...parent, session: { ...parent.session, events } } });
+    expect(await run.result).toEqual({ output: text('forked answer'), stopReason: 'completed' });
+    const messages = messagesOf(0, since).slice(1);
+    expect(messages.map((m) => `${m.role}:${m.content ?? ''}`)).toEqual([
+      'user:parent question one',
+      'assistant:checking',
+      'tool:the answer is 42',
+      'assistant:parent answer one',
+      'user:parent question two',
+      'assistant:parent answer two',
+      'user:continue from here',
+    ]);
+    expect(await temporal.client.workflow.getHandle(run.id).query(statusQuery)).toMatchObject({ seedLength: 6 });
+    await run.dispose();
+  });
+
+  it('starts fresh when the parent has no completed turn, and spawn never receives the parent log', async () => {
+    const since = mark();
+    fake.enqueue(textReply('fresh'), textReply('spawned'));
+    const unseeded = service.start(fork.name, { prompt: text('alone'), parent: { ...parent, session: { ...parent.session, events: events.slice(8) } } });
+    await unseeded.result;
+    const spawned = service.start(spawn.name, { prompt: text('spawned alone'), parent: { ...parent, session: { ...parent.session, events } } });
+    await spawned.result;
+    expect(messagesOf(0, since).slice(1)).toEqual([{ role: 'user', content: 'alone' }]);
+    expect(messagesOf(1, since).slice(1)).toEqual([{ role: 'user', content: 'spawned alone' }]);
+    await Promise.all([unseeded.dispose(), spawned.dispose()]);
+  });
+});
+
+it('keeps history bytes per model call flat from 10 to 200 calls', async () => {
+  const bytesPerCall = async (calls: number) => {
+    let made = 0;
+    fake.setHandler(() => (++made < calls ? toolCallReply([{ name: 'list_directory', arguments: { path: 'src' } }]) : textReply('done')));
+    const run = startSpawn(`loop ${calls}`);
+    expect((await run.result).stopReason).toBe('completed');
+    const info = (await temporal.client.workflow.getHandle(run.id).describe()).raw.workflowExecutionInfo!;
+    await run.dispose();
+    return Number(info.historySizeBytes) / calls;
+  };
+  const small = await bytesPerCall(10);
+  const large = await bytesPerCall(200);
+  expect(large / small).toBeLessThan(1.25);
+}, 120_000);
+
+async function waitFor(check: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not met');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

@@ -1,0 +1,75 @@
+// Nested delegations: a provider running in a worker's activity delegates through the service the
+// worker offers. The worker is a separate process, so depth and maxDepth hold across processes;
+// cancelling a run cancels its descendants.
+import { createScriptedProvider, ReadyProcess, ScriptedTurn, spawnWorkerProcess } from '../../src/testing';
+import { statusQuery, SubagentRunOutcome, SubagentRunStatus } from '../../workflows/definitions';
+import { connectTestTemporal, eventually, newService, TestTemporal, text, uniqueName } from '../helpers/temporal';
+
+let temporal: TestTemporal;
+let worker: ReadyProcess;
+let service: ReturnType<typeof newService>;
+const name = uniqueName('nested');
+
+beforeAll(async () => {
+  temporal = await connectTestTemporal();
+  worker = await spawnWorkerProcess({ PROVIDER_NAME: name, EVENTS_FILE: '/dev/null' });
+  service = newService(temporal);
+  service.registerProvider(createScriptedProvider({ name, resumable: false }));
+}, 60_000);
+afterAll(async () => {
+  await worker?.kill();
+  await temporal?.close();
+});
+
+const status = (runId: string) => temporal.client.workflow.getHandle(runId).query(statusQuery) as Promise<SubagentRunStatus>;
+const closed = (runId: string) => temporal.client.workflow.getHandle(runId).result() as Promise<SubagentRunOutcome>;
+const delegating = (inner: ScriptedTurn[], reply: string, maxDepth?: number): ScriptedTurn => ({
+  delegate: { provider: name, prompt: 'nested task', script: inner, ...(maxDepth === undefined ? {} : { maxDepth }) },
+  reply,
+});
+const start = (script: ScriptedTurn[], maxDepth?: number) =>
+  service.start(name, {
+    prompt: text('top task'),
+    parent: { id: 'top-agent' },
+    agentOptions: { script: script as never },
+    ...(maxDepth === undefined ? {} : { maxDepth }),
+  });
+
+it('gives each nested run depth + 1 and a link to the run that delegated it', async () => {
+  const run = start([delegating([delegating([{ reply: 'leaf' }], 'child got {child}')], 'parent got {child}')]);
+  expect(await run.result).toEqual({ output: text('parent got child got leaf'), stopReason: 'completed' });
+  const parent = await status(run.id);
+  expect(parent).toMatchObject({ depth: 1, children: [expect.any(String)] });
+  const child = await status(parent.children[0]!);
+  expect(child).toMatchObject({ depth: 2, parentRunId: run.id, children: [expect.any(String)] });
+  const grandchild = await status(child.children[0]!);
+  expect(grandchild).toMatchObject({ depth: 3, parentRunId: parent.children[0] });
+  // The link and the depth are search attributes too: the Web UI and `subagents list` filter on them.
+  const { searchAttributes } = await temporal.client.workflow.getHandle(child.children[0]!).describe();
+  expect(searchAttributes).toMatchObject({ SubagentParentRunId: [parent.children[0]], SubagentDepth: [3], SubagentProvider: [name] });
+});
+
+it('holds maxDepth across the process boundary: a nested run inherits the cap of the run above', async () => {
+  const run = start([delegating([delegating([{ reply: 'too deep' }], 'child got {child}')], 'parent got {child}')], 2);
+  expect(await run.result).toEqual({ output: text('parent got child got refused: DEPTH_EXCEEDED'), stopReason: 'completed' });
+  const parent = await status(run.id);
+  expect((await status(parent.children[0]!)).children).toEqual([]);
+});
+
+it('cancels every descendant when a run is cancelled', async () => {
+  const run = start([delegating([delegating([{ hang: true }], 'child got {child}')], 'parent got {child}')]);
+  const childrenOf = (runId: string) => status(runId).then((s) => s.children, () => [] as string[]); // not started yet
+  const [childId, grandchildId] = await eventually(async () => {
+    const [child] = await childrenOf(run.id);
+    const [grandchild] = child ? await childrenOf(child) : [];
+    return child && grandchild ? [child, grandchild] : undefined;
+  }, 30_000);
+  run.cancel('the task was withdrawn');
+  expect((await run.result).stopReason).toBe('aborted');
+  const outcomes = await Promise.all([closed(run.id), closed(childId), closed(grandchildId)]);
+  expect(outcomes.map((outcome) => [outcome.result.stopReason, outcome.closedBy])).toEqual([
+    ['aborted', 'cancelled'],
+    ['aborted', 'cancelled'],
+    ['aborted', 'cancelled'],
+  ]);
+}, 60_000);

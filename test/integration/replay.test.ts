@@ -1,0 +1,60 @@
+// Determinism: recorded histories of the shipped run workflow replay against the current code.
+// A failure here means a workflow change needs `patched()`; never re-record to make it pass.
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
+import { Worker } from '@temporalio/worker';
+import { createScriptedProvider } from '../../src/testing';
+import { connectTestTemporal, eventually, installQuietRuntime, newService, startWorker, text, uniqueName, workflowBundle } from '../helpers/temporal';
+
+const HISTORIES = join(__dirname, '..', 'histories');
+
+describe('replay', () => {
+  beforeAll(installQuietRuntime);
+
+  const files = readdirSync(HISTORIES).filter((file) => file.startsWith('subagent-run-') && file.endsWith('.json'));
+
+  it('has recorded histories of the shipped workflow: a continue-as-new chain, a structured run, an agent loop', () => {
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'subagent-run-v1-start.json',
+        'subagent-run-v1-resumed.json',
+        'subagent-run-v1-structured.json',
+        'subagent-run-v1-agent-loop.json',
+      ]),
+    );
+  });
+
+  it.each(files)('replays %s without a determinism error', async (file) => {
+    const history = historyFromJSON(JSON.parse(readFileSync(join(HISTORIES, file), 'utf8')));
+    await expect(Worker.runReplayHistory({ workflowBundle: workflowBundle() }, history)).resolves.toBeUndefined();
+  });
+
+  it('replays a history recorded live from the current code', async () => {
+    const temporal = await connectTestTemporal();
+    const provider = createScriptedProvider({ name: uniqueName('replay') });
+    const stop = await startWorker(temporal, [provider]);
+    try {
+      const service = newService(temporal);
+      service.registerProvider(provider);
+      const run = service.start(provider.name, { prompt: text('x'), parent: { id: 'p' } });
+      run.sendMessage!(text('y'));
+      await run.result;
+      const resumed = run.resume!(text('z'));
+      await resumed.result;
+      await resumed.dispose();
+      const query = `WorkflowId = '${run.id}'`;
+      await eventually(async () => ((await temporal.client.workflow.count(query)).count === 2 ? true : undefined));
+      const histories = temporal.client.workflow.list({ query }).intoHistories();
+      let replayed = 0;
+      for await (const result of Worker.runReplayHistories({ workflowBundle: workflowBundle() }, histories)) {
+        expect(result.error).toBeUndefined();
+        replayed++;
+      }
+      expect(replayed).toBe(2);
+    } finally {
+      await stop();
+      await temporal.close();
+    }
+  });
+});

@@ -1,0 +1,367 @@
+// Every row of the seam → Temporal mapping, against the real dev server: one workflow per run,
+// cancel, steering, resume, dispose, attach, depth.
+import { WorkflowExecutionStatusName } from '@temporalio/client';
+import { type ResolvedSubagentRequest, SubagentDepthError, type SubagentProvider, type SubagentResult, type SubagentRun, type SubagentRunInfo, type SubagentTurnProvider } from '../../src';
+import { createScriptedProvider, ScriptedTurn, ScriptedTurnEvent } from '../../src/testing';
+import { hostSeamProvider } from '../../src/worker';
+import { SubagentRunOutcome } from '../../workflows/definitions';
+import { connectTestTemporal, eventually, newService, startWorker, TestTemporal, text, uniqueName } from '../helpers/temporal';
+
+let temporal: TestTemporal;
+let stopWorker: () => Promise<void>;
+const turnEvents: ScriptedTurnEvent[] = [];
+const observer = (event: ScriptedTurnEvent) => turnEvents.push(event);
+const scripted = createScriptedProvider({ name: uniqueName('scripted'), observer });
+const shortWindow = createScriptedProvider({ name: uniqueName('short'), observer, runSettings: { resumeWindow: '1 second' } });
+const plain = createScriptedProvider({ name: uniqueName('plain'), observer, steering: false, resumable: false });
+const seenRequests: ResolvedSubagentRequest[] = [];
+const recorder: SubagentTurnProvider = {
+  name: uniqueName('recorder'),
+  capabilities: { outputSchema: false, depthLimit: true, toolFilter: false },
+  inheritsParentContext: false,
+  async runTurn(_input, ctx) {
+    seenRequests.push(ctx.request);
+    return { output: text(`depth ${ctx.request.depth}`), stopReason: 'completed' };
+  },
+};
+let service: ReturnType<typeof newService>;
+
+beforeAll(async () => {
+  temporal = await connectTestTemporal();
+  stopWorker = await startWorker(temporal, [scripted, shortWindow, plain, recorder], { heartbeatIntervalMs: 200 });
+  service = newService(temporal);
+  for (const provider of [scripted, shortWindow, plain, recorder]) service.registerProvider(provider);
+});
+
+afterAll(async () => {
+  await stopWorker?.();
+  await temporal?.close();
+});
+
+const parent = { id: 'parent-agent' };
+const eventsOf = (run: SubagentRun, kind?: ScriptedTurnEvent['kind']) =>
+  turnEvents.filter((event) => event.runId === run.id && (kind === undefined || event.kind === kind));
+const turnStarted = (run: SubagentRun, turn = 0) =>
+  eventually(() => eventsOf(run, 'turn-start').find((event) => event.turn === turn));
+const startScripted = (script: ScriptedTurn[], prompt = 'go', provider = scripted.name) =>
+  service.start(provider, { prompt: text(prompt), parent, agentOptions: { script: script as never } });
+const describeRun = (run: SubagentRun) => temporal.client.workflow.getHandle(run.id).describe();
+const closedOutcome = (run: SubagentRun) =>
+  temporal.client.workflow.getHandle(run.id).result() as Promise<SubagentRunOutcome>;
+
+async function statusOf(run: SubagentRun): Promise<WorkflowExecutionStatusName> {
+  return (await describeRun(run)).status.name;
+}
+
+describe('start', () => {
+  it('runs the child as one workflow on the provider task queue and resolves with its output', async () => {
+    const run = startScripted([{ reply: 'done: {input}' }], 'hello');
+    const result = await run.result;
+    expect(result).toEqual({ output: text('done: hello'), stopReason: 'completed' });
+    expect('structured' in result).toBe(false);
+    const description = await describeRun(run);
+    expect(description.workflowId).toBe(run.id);
+    expect(description.type).toBe('subagentRunWorkflow');
+    expect(description.taskQueue).toBe(`subagents.${scripted.name}`);
+    await run.dispose();
+  });
+
+  it('passes the parent depth + 1 to the child and refuses a child deeper than maxDepth before any workflow exists', async () => {
+    const starts: SubagentRunInfo[] = [];
+    const off = service.on('subagent/start', (info) => starts.push(info));
+    const deepParent = { id: 'deep', options: { subagentDepth: 2 } };
+    let refusal: unknown;
+    try {
+      service.start(recorder.name, { prompt: text('x'), parent: deepParent, maxDepth: 2 });
+    } catch (err) {
+      refusal = err;
+    }
+    expect(refusal).toBeInstanceOf(SubagentDepthError);
+    expect(refusal).toMatchObject({ code: 'DEPTH_EXCEEDED', attemptedDepth: 3, maxDepth: 2, name: 'SubagentDepthError' });
+    expect((refusal as Error).message).toBe('subagent depth 3 exceeds maxDepth 2');
+    expect(starts).toHaveLength(0);
+
+    const run = service.start(recorder.name, { prompt: text('x'), parent: deepParent, maxDepth: 3 });
+    expect(await run.result).toEqual({ output: text('depth 3'), stopReason: 'completed' });
+    const seen = seenRequests.at(-1)!;
+    expect(seen.depth).toBe(3);
+    expect(seen.parent).toEqual({ agentId: 'deep', depth: 2 });
+    expect(starts.map((info) => info.id)).toEqual([run.id]);
+    off();
+    await run.dispose();
+  });
+
+  it('settles a failing turn as error with its diagnostic, and retries a transient failure', async () => {
+    const failing = startScripted([{ fail: 'the model endpoint refused the key' }]);
+    const failed = await failing.result;
+    expect(failed.stopReason).toBe('error');
+    expect(failed.output).toEqual([]);
+    expect(failed.diagnostic).toContain('the model endpoint refused the key');
+
+    const flaky = startScripted([{ failAttempts: 1, reply: 'attempt {attempt}' }]);
+    expect(await flaky.result).toEqual({ output: text('attempt 2'), stopReason: 'completed' });
+    await Promise.all([failing.dispose(), flaky.dispose()]);
+  });
+});
+
+it('starts a run while no worker polls its queue, and completes it once a worker comes', async () => {
+  const late = createScriptedProvider({ name: uniqueName('late'), observer });
+  const impatient = newService(temporal, { startTimeoutMs: 500 });
+  impatient.registerProvider(late);
+  const run = impatient.start(late.name, { prompt: text('wait for a worker'), parent });
+  await new Promise((resolve) => setTimeout(resolve, 1000)); // past the start deadline
+  const stopLate = await startWorker(temporal, [late]);
+  try {
+    expect(await run.result).toEqual({ output: text('scripted reply to: wait for a worker'), stopReason: 'completed' });
+    await run.dispose();
+  } finally {
+    await stopLate();
+  }
+});
+
+describe('cancel', () => {
+  it('reaches the provider mid-turn, and the result settles aborted only after it stopped', async () => {
+    const order: string[] = [];
+    const run = startScripted([{ hang: true }]);
+    await turnStarted(run);
+    run.cancel('the parent changed its mind');
+    const result = await run.result;
+    order.push('settled');
+    expect(result).toEqual({ output: [], stopReason: 'aborted' });
+    expect(eventsOf(run, 'cancelled')).toHaveLength(1);
+    expect(await eventually(async () => ((await statusOf(run)) === 'COMPLETED' ? true : undefined))).toBe(true);
+    expect((await closedOutcome(run)).closedBy).toBe('cancelled');
+    await run.dispose();
+  });
+
+  it('in the same tick as start settles aborted without calling the provider', async () => {
+    const run = startScripted([{ reply: 'should not run' }]);
+    run.cancel();
+    expect(await run.result).toEqual({ output: [], stopReason: 'aborted' });
+    expect(eventsOf(run)).toEqual([]);
+    await run.dispose();
+  });
+
+  it('from an already-aborted signal settles aborted without calling the provider', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const run = service.start(scripted.name, { prompt: text('x'), parent, signal: controller.signal });
+    expect(await run.result).toEqual({ output: [], stopReason: 'aborted' });
+    expect(eventsOf(run)).toEqual([]);
+    await run.dispose();
+  });
+
+  it('from a signal aborted mid-run cancels the run', async () => {
+    const controller = new AbortController();
+    const run = service.start(scripted.name, {
+      prompt: text('x'),
+      parent,
+      signal: controller.signal,
+      agentOptions: { script: [{ hang: true }] },
+    });
+    await turnStarted(run);
+    controller.abort();
+    expect((await run.result).stopReason).toBe('aborted');
+    expect(eventsOf(run, 'cancelled')).toHaveLength(1);
+    await run.dispose();
+  });
+
+  it('after the run completed leaves it completed', async () => {
+    const run = startScripted([{ reply: 'finished' }]);
+    const result = await run.result;
+    run.cancel();
+    expect(result.stopReason).toBe('completed');
+    await run.dispose();
+  });
+});
+
+describe('sendMessage', () => {
+  it('delivers messages at the next turn boundary, in order, each once', async () => {
+    const run = startScripted([{ delayMs: 800, reply: 'first: {input}' }, { reply: 'second: {input}' }]);
+    await turnStarted(run);
+    for (const message of ['one', 'two', 'three']) run.sendMessage!(text(message));
+    expect(await run.result).toEqual({ output: text('second: one | two | three'), stopReason: 'completed' });
+    const turns = eventsOf(run, 'turn-start').map((event) => event.input);
+    expect(turns).toEqual([['go'], ['one', 'two', 'three']]);
+    await run.dispose();
+  });
+
+  it('throws NOT_RUNNING once the result has settled, and INVALID_REQUEST for malformed content', async () => {
+    const run = startScripted([{ reply: 'ok' }]);
+    expect(() => run.sendMessage!('not blocks' as never)).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
+    await run.result;
+    expect(() => run.sendMessage!(text('late'))).toThrow(expect.objectContaining({ code: 'NOT_RUNNING' }));
+    await run.dispose();
+  });
+
+  it('is absent, like resume, on a provider without steering or resume', async () => {
+    const run = service.start(plain.name, { prompt: text('x'), parent });
+    expect('sendMessage' in run).toBe(false);
+    expect('resume' in run).toBe(false);
+    await run.result;
+    await run.dispose();
+    expect(await eventually(async () => ((await statusOf(run)) === 'COMPLETED' ? true : undefined))).toBe(true);
+  });
+});
+
+describe('resume', () => {
+  it('continues the same child twice: same id, a new Temporal run each time, the conversation carried', async () => {
+    const starts: SubagentRunInfo[] = [];
+    const off = service.on('subagent/start', (info) => starts.push(info));
+    const first = startScripted(
+      [{ reply: 'a' }, { reply: 'b after {conversation}' }, { reply: 'c after {conversation}' }],
+      'first',
+    );
+    expect(await first.result).toEqual({ output: text('a'), stopReason: 'completed' });
+    const firstRunId = (await describeRun(first)).runId;
+
+    const second = first.resume!(text('second'));
+    expect(second.id).toBe(first.id);
+    expect(await second.result).toEqual({ output: text('b after first'), stopReason: 'completed' });
+    const secondRunId = (await describeRun(second)).runId;
+
+    const third = second.resume!(text('third'));
+    expect(await third.result).toEqual({ output: text('c after first | second'), stopReason: 'completed' });
+    const thirdRunId = (await describeRun(third)).runId;
+
+    expect(new Set([firstRunId, secondRunId, thirdRunId]).size).toBe(3);
+    expect(starts.filter((info) => info.id === first.id).map((info) => info.segment)).toEqual([0, 1, 2]);
+    off();
+    await third.dispose();
+    expect((await closedOutcome(first)).closedBy).toBe('disposed');
+  });
+
+  it('refuses with NOT_RESUMABLE a running run, a handle resumed twice, and a disposed run', async () => {
+    const running = startScripted([{ delayMs: 500 }]);
+    expect(() => running.resume!(text('too early'))).toThrow(expect.objectContaining({ code: 'NOT_RESUMABLE' }));
+    await running.result;
+    const next = running.resume!(text('once'));
+    expect(() => running.resume!(text('twice'))).toThrow(expect.objectContaining({ code: 'NOT_RESUMABLE' }));
+    await next.result;
+    await next.dispose();
+    expect(() => next.resume!(text('after dispose'))).toThrow(expect.objectContaining({ code: 'NOT_RESUMABLE' }));
+
+    const attached = service.attach(running.id);
+    await attached.result;
+    expect(() => attached.resume!(text('closed'))).toThrow(expect.objectContaining({ code: 'NOT_RESUMABLE' }));
+  });
+
+  it('refuses after the resume window, when the parked workflow has closed', async () => {
+    const run = service.start(shortWindow.name, { prompt: text('x'), parent });
+    await run.result;
+    expect(await eventually(async () => ((await statusOf(run)) === 'COMPLETED' ? true : undefined))).toBe(true);
+    expect((await closedOutcome(run)).closedBy).toBe('expired');
+    expect(() => run.resume!(text('late'))).toThrow(expect.objectContaining({ code: 'NOT_RESUMABLE' }));
+    await run.dispose();
+  });
+
+  it('rejects the result of a resume that lost a race with NOT_RESUMABLE', async () => {
+    const run = startScripted([{ reply: 'a' }]);
+    await run.result;
+    const [one, two] = [service.attach(run.id), service.attach(run.id)];
+    await Promise.all([one.result, two.result]);
+    const winner = one.resume!(text('first'));
+    await winner.result;
+    const loser = two.resume!(text('second'));
+    await expect(loser.result).rejects.toMatchObject({ code: 'NOT_RESUMABLE' });
+    await winner.dispose();
+  });
+});
+
+describe('dispose', () => {
+  it('is idempotent and returns once the provider has stopped and the workflow has closed', async () => {
+    const run = startScripted([{ hang: true }]);
+    await turnStarted(run);
+    const first = run.dispose();
+    expect(run.dispose()).toBe(first);
+    await first;
+    expect(eventsOf(run, 'cancelled')).toHaveLength(1);
+    expect(await statusOf(run)).toBe('COMPLETED');
+    expect(await run.result).toEqual({ output: [], stopReason: 'aborted' });
+    expect((await closedOutcome(run)).closedBy).toBe('disposed');
+  });
+
+  it('of an earlier segment leaves the resumed segment running', async () => {
+    const first = startScripted([{ reply: 'a' }, { delayMs: 400, reply: 'b' }]);
+    await first.result;
+    const second = first.resume!(text('more'));
+    await first.dispose();
+    expect(await second.result).toEqual({ output: text('b'), stopReason: 'completed' });
+    await second.dispose();
+  });
+});
+
+describe('attach', () => {
+  it('gives a restarted caller the result from a second client, and resume works through it', async () => {
+    const other = await connectTestTemporal();
+    const otherService = newService(other);
+    otherService.registerProvider(scripted);
+    const run = otherService.start(scripted.name, {
+      prompt: text('survive me'),
+      parent,
+      agentOptions: { script: [{ delayMs: 300, reply: 'kept: {input}' }, { reply: 'resumed: {input}' }] },
+    });
+    run.result.catch(() => undefined); // the first caller goes away before the result
+    await turnStarted(run);
+    await other.close();
+
+    const attached = service.attach(run.id);
+    expect(await attached.result).toEqual({ output: text('kept: survive me'), stopReason: 'completed' });
+    const resumed = attached.resume!(text('again'));
+    expect(await resumed.result).toEqual({ output: text('resumed: again'), stopReason: 'completed' });
+    await resumed.dispose();
+    expect(await service.attach(run.id).result).toEqual({ output: text('resumed: again'), stopReason: 'completed' });
+  });
+
+  it('rejects an unknown run with UNKNOWN_RUN', async () => {
+    await expect(service.attach(`subagent-${scripted.name}:no-such-run`).result).rejects.toMatchObject({
+      code: 'UNKNOWN_RUN',
+    });
+    expect(() => service.attach('not-a-run-id')).toThrow(expect.objectContaining({ code: 'UNKNOWN_RUN' }));
+  });
+});
+
+describe('hostSeamProvider', () => {
+  const signals: AbortSignal[] = [];
+  const seamProvider: SubagentProvider = {
+    name: uniqueName('seam'),
+    capabilities: { outputSchema: false, depthLimit: true, toolFilter: false },
+    inheritsParentContext: false,
+    start(request) {
+      signals.push(request.signal!);
+      const prompt = request.prompt.map((block) => (block.type === 'text' ? block.text : '')).join('');
+      const result = new Promise<SubagentResult>((resolve) => {
+        if (prompt === 'hang') {
+          request.signal!.addEventListener('abort', () => resolve({ output: [], stopReason: 'aborted' }));
+        } else {
+          resolve({ output: text(`in-process: ${prompt} at depth ${request.parent.options?.subagentDepth}`), stopReason: 'completed' });
+        }
+      });
+      return { id: 'inner', result, cancel() {}, dispose: async () => {} };
+    },
+  };
+  let stopSeamWorker: () => Promise<void>;
+
+  beforeAll(async () => {
+    stopSeamWorker = await startWorker(temporal, [hostSeamProvider(seamProvider)], { heartbeatIntervalMs: 200 });
+    service.registerProvider(seamProvider);
+  });
+  afterAll(() => stopSeamWorker?.());
+
+  it('runs an in-process seam provider as one durable activity and maps its result', async () => {
+    const run = service.start(seamProvider.name, { prompt: text('task'), parent: { id: 'p', options: { subagentDepth: 1 } } });
+    expect('sendMessage' in run).toBe(false);
+    expect(await run.result).toEqual({ output: text('in-process: task at depth 1'), stopReason: 'completed' });
+    await run.dispose();
+  });
+
+  it('aborts the in-process run through its request signal on cancel', async () => {
+    const before = signals.length;
+    const run = service.start(seamProvider.name, { prompt: text('hang'), parent });
+    const signal = await eventually(() => signals[before]);
+    run.cancel();
+    expect(await run.result).toEqual({ output: [], stopReason: 'aborted' });
+    expect(signal.aborted).toBe(true);
+    await run.dispose();
+  });
+});

@@ -1,0 +1,253 @@
+// The seam's service conformance list (seam-spec §7.1), adapted to the durable facade: registry,
+// capability checks in order, events with per-listener containment and the deep clone.
+import { Client, Connection } from '@temporalio/client';
+import { HarnessError, SubagentError, type SubagentProviderDescriptor, type SubagentRunEndInfo, type SubagentRunInfo, TemporalSubagentService } from '../../src';
+import { createScriptedProvider } from '../../src/testing';
+import { connectTestTemporal, newService, recordingLogger, startWorker, TestTemporal, text, uniqueName } from '../helpers/temporal';
+
+let temporal: TestTemporal;
+let stopWorker: () => Promise<void>;
+const turns: string[] = [];
+const scripted = createScriptedProvider({ name: uniqueName('svc'), observer: (event) => turns.push(event.runId) });
+
+beforeAll(async () => {
+  temporal = await connectTestTemporal();
+  stopWorker = await startWorker(temporal, [scripted]);
+});
+afterAll(async () => {
+  await stopWorker?.();
+  await temporal?.close();
+});
+
+const descriptor = (name: string, capabilities: Partial<SubagentProviderDescriptor['capabilities']> = {}) => ({
+  name,
+  capabilities: { outputSchema: false, depthLimit: false, toolFilter: false, ...capabilities },
+  inheritsParentContext: false,
+});
+const parent = { id: 'parent' };
+const request = { prompt: text('hi'), parent };
+
+describe('registration', () => {
+  it('lists providers in insertion order and returns the registered object', () => {
+    const service = newService(temporal);
+    const a = descriptor('a');
+    const b = descriptor('b');
+    service.registerProvider(a);
+    service.registerProvider(b);
+    expect(service.list()).toEqual(['a', 'b']);
+    expect(service.getProvider('a')).toBe(a);
+    expect(service.getProvider('missing')).toBeUndefined();
+  });
+
+  it('refuses a duplicate name with DUPLICATE_PROVIDER and keeps the first', () => {
+    const service = newService(temporal);
+    const first = descriptor('dup');
+    service.registerProvider(first);
+    expect(() => service.registerProvider(descriptor('dup'))).toThrow(
+      expect.objectContaining({ code: 'DUPLICATE_PROVIDER', message: 'a subagent provider named "dup" is already registered' }),
+    );
+    expect(service.getProvider('dup')).toBe(first);
+  });
+
+  it('emits provider-added and provider-removed, and frees the name when disposed', () => {
+    const service = newService(temporal);
+    const seen: string[] = [];
+    service.on('subagent/provider-added', (p) => seen.push(`added ${p.name}`));
+    service.on('subagent/provider-removed', (name) => seen.push(`removed ${name}`));
+    const dispose = service.registerProvider(descriptor('x'));
+    dispose();
+    dispose();
+    expect(seen).toEqual(['added x', 'removed x']);
+    expect(service.list()).toEqual([]);
+    service.registerProvider(descriptor('x'));
+    expect(service.list()).toEqual(['x']);
+  });
+
+  it('rolls a registration back when a provider-added listener throws, and works once it is fixed', () => {
+    const service = newService(temporal);
+    const removed: string[] = [];
+    service.on('subagent/provider-removed', (name) => removed.push(name));
+    const off = service.on('subagent/provider-added', () => {
+      throw new Error('listener bug');
+    });
+    expect(() => service.registerProvider(descriptor('y'))).toThrow('listener bug');
+    expect(service.list()).toEqual([]);
+    expect(removed).toEqual(['y']);
+    off();
+    service.registerProvider(descriptor('y'));
+    expect(service.list()).toEqual(['y']);
+  });
+
+  it('contains a throwing provider-removed listener: later listeners run and a warning is logged', () => {
+    const logger = recordingLogger();
+    const service = newService(temporal, { logger });
+    const later: string[] = [];
+    service.on('subagent/provider-removed', () => {
+      throw new Error('bad listener');
+    });
+    service.on('subagent/provider-removed', (name) => later.push(name));
+    const dispose = service.registerProvider(descriptor('z'));
+    expect(() => dispose()).not.toThrow();
+    expect(later).toEqual(['z']);
+    expect(service.list()).toEqual([]);
+    expect(logger.warnings).toEqual([expect.stringContaining('subagent/provider-removed listener threw: Error: bad listener')]);
+  });
+
+  it('rejects run settings that cannot work with INVALID_CONFIG at registration', () => {
+    const service = newService(temporal);
+    expect(() => service.registerProvider({ ...descriptor('bad'), runSettings: { heartbeatTimeout: -5 } })).toThrow(
+      expect.objectContaining({ code: 'INVALID_CONFIG' }),
+    );
+    expect(service.list()).toEqual([]);
+  });
+});
+
+describe('start checks', () => {
+  it('refuses an unknown provider with NO_PROVIDER and lists the providers that exist', () => {
+    const service = newService(temporal);
+    service.registerProvider(descriptor('spawn'));
+    service.registerProvider(descriptor('fork'));
+    expect(() => service.start('acp', request)).toThrow(
+      expect.objectContaining({ code: 'NO_PROVIDER', message: 'no subagent provider registered for "acp" (registered: spawn, fork)' }),
+    );
+  });
+
+  it.each([
+    ['outputSchema', { outputSchema: { type: 'object' } }],
+    ['depthLimit', { maxDepth: 3 }],
+    ['toolFilter', { toolFilter: { allow: ['read'] } }],
+  ])('refuses a request needing %s from a provider without it, before any run exists', (capability, extra) => {
+    const service = newService(temporal);
+    const starts: SubagentRunInfo[] = [];
+    service.on('subagent/start', (info) => starts.push(info));
+    service.registerProvider(descriptor('bare'));
+    expect(() => service.start('bare', { ...request, ...extra })).toThrow(
+      expect.objectContaining({
+        code: 'UNSUPPORTED_CAPABILITY',
+        message: `subagent provider "bare" does not support the "${capability}" capability`,
+      }),
+    );
+    expect(starts).toEqual([]);
+  });
+
+  it('checks capabilities in the order outputSchema, depthLimit, toolFilter', () => {
+    const service = newService(temporal);
+    service.registerProvider(descriptor('none'));
+    service.registerProvider(descriptor('schema', { outputSchema: true }));
+    service.registerProvider(descriptor('schema-depth', { outputSchema: true, depthLimit: true }));
+    const all = { ...request, outputSchema: { type: 'object' }, maxDepth: 3, toolFilter: { deny: ['x'] } };
+    const capabilityOf = (name: string) => {
+      try {
+        service.start(name, all);
+      } catch (err) {
+        return (err as Error).message.match(/"(\w+)" capability/)?.[1];
+      }
+    };
+    expect([capabilityOf('none'), capabilityOf('schema'), capabilityOf('schema-depth')]).toEqual([
+      'outputSchema',
+      'depthLimit',
+      'toolFilter',
+    ]);
+  });
+
+  it('treats a capability field set to undefined as absent', async () => {
+    const service = newService(temporal);
+    service.registerProvider({ ...scripted, capabilities: { outputSchema: false, depthLimit: false, toolFilter: false } });
+    const run = service.start(scripted.name, { ...request, outputSchema: undefined, maxDepth: undefined, toolFilter: undefined });
+    expect((await run.result).stopReason).toBe('completed');
+    await run.dispose();
+  });
+});
+
+describe('events', () => {
+  it('fires subagent/start synchronously and subagent/end once the result settles, with a deep clone of the output', async () => {
+    const service = newService(temporal);
+    service.registerProvider(scripted);
+    const events: (SubagentRunInfo | SubagentRunEndInfo)[] = [];
+    service.on('subagent/start', (info) => events.push(info));
+    service.on('subagent/end', (info) => {
+      events.push(info);
+      (info.lastAssistantMessage![0] as { text: string }).text = 'mutated by a listener';
+    });
+    const run = service.start(scripted.name, { ...request, agentOptions: { script: [{ reply: 'the answer' }] } });
+    expect(events).toEqual([{ provider: scripted.name, id: run.id, segment: 0 }]);
+    const result = await run.result;
+    await Promise.resolve();
+    expect(result.output).toEqual(text('the answer'));
+    expect(events).toHaveLength(2);
+    expect(events[1]).toEqual({
+      provider: scripted.name,
+      id: run.id,
+      segment: 0,
+      stopReason: 'completed',
+      lastAssistantMessage: text('mutated by a listener'),
+    });
+    await run.dispose();
+    expect(events).toHaveLength(2);
+  });
+
+  it('contains throwing start and end listeners: the run is returned, resolves, and later listeners run', async () => {
+    const logger = recordingLogger();
+    const service = newService(temporal, { logger });
+    service.registerProvider(scripted);
+    const later: string[] = [];
+    service.on('subagent/start', () => {
+      throw new Error('start listener bug');
+    });
+    service.on('subagent/start', () => later.push('start'));
+    service.on('subagent/end', () => {
+      throw new Error('end listener bug');
+    });
+    service.on('subagent/end', (info) => later.push(`end ${info.stopReason}`));
+    const run = service.start(scripted.name, request);
+    expect((await run.result).stopReason).toBe('completed');
+    await Promise.resolve();
+    expect(later).toEqual(['start', 'end completed']);
+    expect(logger.warnings).toHaveLength(2);
+    await run.dispose();
+  });
+
+  it('reports an unreachable server as a rejected result (UNAVAILABLE) and subagent/end with error, without lastAssistantMessage', async () => {
+    const connection = Connection.lazy({ address: '127.0.0.1:1', connectTimeout: 300 });
+    const service = new TemporalSubagentService({
+      client: new Client({ connection }),
+      logger: recordingLogger(),
+      startTimeoutMs: 500,
+    });
+    service.registerProvider(scripted);
+    const ends: SubagentRunEndInfo[] = [];
+    service.on('subagent/end', (info) => ends.push(info));
+    const run = service.start(scripted.name, request);
+    const failure = await run.result.then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(failure).toBeInstanceOf(SubagentError);
+    expect(failure).toMatchObject({ code: 'UNAVAILABLE' });
+    await Promise.resolve();
+    expect(ends).toEqual([{ provider: scripted.name, id: run.id, segment: 0, stopReason: 'error' }]);
+    expect('lastAssistantMessage' in ends[0]!).toBe(false);
+    await run.dispose();
+    await connection.close();
+  });
+});
+
+describe('errors', () => {
+  it('SubagentError is a HarnessError with its name and code', () => {
+    const error = new SubagentError('x', 'NO_PROVIDER');
+    expect(error).toBeInstanceOf(HarnessError);
+    expect(error).toBeInstanceOf(Error);
+    expect(error.name).toBe('SubagentError');
+    expect(error.code).toBe('NO_PROVIDER');
+  });
+});
+
+it('does not start the child when start throws', () => {
+  const service = newService(temporal);
+  service.registerProvider(scripted);
+  const before = turns.length;
+  expect(() => service.start(scripted.name, { ...request, maxDepth: -1 })).toThrow(
+    expect.objectContaining({ code: 'INVALID_REQUEST' }),
+  );
+  expect(turns.length).toBe(before);
+});

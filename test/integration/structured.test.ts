@@ -1,0 +1,284 @@
+// The structured-output capture runtime, durable (seam-spec §4, §7.3 adapted): the capture ends
+// the turn, invalid values go back to the child, calls after a capture are denied, the nudge loop,
+// cancellation during it, concurrent runs with their own schemas, the schema snapshot.
+import { createStructuredOutputRuntime, STRUCTURED_OUTPUT_INSTRUCTION } from '../../src/worker';
+import { OutputSchemaError, StructuredOutputSchema, type SubagentProvider, type SubagentRun } from '../../src';
+import { createScriptedProvider, ScriptedTurn, ScriptedTurnEvent } from '../../src/testing';
+import { hostSeamProvider } from '../../src/worker';
+import { STRUCTURED_OUTPUT_NUDGE } from '../../workflows/definitions';
+import { connectTestTemporal, eventually, newService, startWorker, TestTemporal, text, uniqueName } from '../helpers/temporal';
+
+let temporal: TestTemporal;
+let stopWorker: () => Promise<void>;
+const events: ScriptedTurnEvent[] = [];
+let onEvent: (event: ScriptedTurnEvent) => unknown = () => undefined;
+const observer = (event: ScriptedTurnEvent) => {
+  events.push(event);
+  return onEvent(event);
+};
+const scripted = createScriptedProvider({ name: uniqueName('structured'), observer });
+const noNudge = createScriptedProvider({ name: uniqueName('no-nudge'), observer, runSettings: { structuredNudgeRetries: 0 } });
+const innerStructured: SubagentProvider = {
+  name: uniqueName('seam-structured'),
+  capabilities: { outputSchema: true, depthLimit: false, toolFilter: false },
+  inheritsParentContext: false,
+  start(request) {
+    const prompt = request.prompt.map((block) => (block.type === 'text' ? block.text : '')).join('');
+    const structured = JSON.parse(prompt) as unknown;
+    return { id: 'inner', result: Promise.resolve({ output: [], structured, stopReason: 'completed' }), cancel() {}, dispose: async () => {} };
+  },
+};
+let service: ReturnType<typeof newService>;
+
+beforeAll(async () => {
+  temporal = await connectTestTemporal();
+  stopWorker = await startWorker(temporal, [scripted, noNudge, hostSeamProvider(innerStructured)], { heartbeatIntervalMs: 200 });
+  service = newService(temporal);
+  for (const provider of [scripted, noNudge, innerStructured]) service.registerProvider(provider);
+});
+afterAll(async () => {
+  await stopWorker?.();
+  await temporal?.close();
+});
+afterEach(() => {
+  onEvent = () => undefined;
+});
+
+const schema: StructuredOutputSchema = {
+  type: 'object',
+  properties: { answer: { type: 'string' }, confidence: { type: 'number' } },
+  required: ['answer'],
+  additionalProperties: false,
+};
+const capture = (args: unknown) => ({ name: 'structured_output', arguments: args });
+const startStructured = (script: ScriptedTurn[], provider = scripted.name, outputSchema: object = schema) =>
+  service.start(provider, {
+    prompt: text('answer me'),
+    parent: { id: 'parent' },
+    outputSchema: outputSchema as Record<string, unknown>,
+    agentOptions: { script: script as never },
+  });
+const eventsOf = (run: SubagentRun, kind: ScriptedTurnEvent['kind']) => events.filter((e) => e.runId === run.id && e.kind === kind);
+const turnsOf = (run: SubagentRun) => eventsOf(run, 'turn-start').map((event) => event.input);
+
+describe('capture', () => {
+  it('a valid capture gives structured and completed, ends the turn, and no further turn runs', async () => {
+    const run = startStructured([{ calls: [capture({ answer: '42' })] }, { reply: 'never played' }]);
+    const result = await run.result;
+    expect(result).toEqual({
+      output: [{ type: 'tool-call', id: 'call-0-0', name: 'structured_output', arguments: '{"answer":"42"}' }],
+      structured: { answer: '42' },
+      stopReason: 'completed',
+    });
+    expect(turnsOf(run)).toHaveLength(1);
+    await run.dispose();
+  });
+
+  it('an invalid call returns the violations to the child, which retries in the same turn', async () => {
+    const run = startStructured([{ calls: [capture({ answer: 5, extra: true }), capture({ answer: 'five', confidence: 0.5 })] }]);
+    const result = await run.result;
+    expect(result.structured).toEqual({ answer: 'five', confidence: 0.5 });
+    expect(result.stopReason).toBe('completed');
+    expect(eventsOf(run, 'tool-result').map((event) => event.tool)).toEqual([
+      {
+        name: 'structured_output',
+        isError: true,
+        result: 'Error: invalid arguments: "value.answer" must be a string; "value.extra" is not a declared property (additionalProperties: false)',
+      },
+      { name: 'structured_output', isError: false, result: 'Structured output recorded.' },
+    ]);
+    expect(turnsOf(run)).toHaveLength(1);
+    await run.dispose();
+  });
+
+  it('denies every tool call after the capture, a second structured_output included', async () => {
+    const run = startStructured([{ calls: [capture({ answer: 'first' }), { name: 'read_file', arguments: {} }, capture({ answer: 'second' })] }]);
+    expect((await run.result).structured).toEqual({ answer: 'first' });
+    expect(eventsOf(run, 'tool-result').map((event) => event.tool)).toEqual([
+      { name: 'structured_output', isError: false, result: 'Structured output recorded.' },
+      { name: 'read_file', isError: true, result: 'Error: structured output already recorded: the run is complete, so `read_file` is not executed' },
+      { name: 'structured_output', isError: true, result: 'Error: structured output already recorded: the run is complete, so `structured_output` is not executed' },
+    ]);
+    await run.dispose();
+  });
+
+  it('treats unparsable JSON arguments as a raw string that is not an object', async () => {
+    const run = startStructured([{ calls: [capture('{oops'), capture('{"answer":"ok"}')] }]);
+    expect((await run.result).structured).toEqual({ answer: 'ok' });
+    expect(eventsOf(run, 'tool-result')[0]!.tool!.result).toBe('Error: invalid arguments: "value" must be an object');
+    await run.dispose();
+  });
+
+  it('keeps structured off plain runs: no key, and the tool refuses a child without a schema', async () => {
+    const run = service.start(scripted.name, {
+      prompt: text('plain'),
+      parent: { id: 'parent' },
+      agentOptions: { script: [{ reply: 'plain answer', calls: [capture({ answer: 'x' })] }] as never },
+    });
+    const result = await run.result;
+    expect('structured' in result).toBe(false);
+    expect(result.stopReason).toBe('completed');
+    expect(eventsOf(run, 'turn-start')[0]!.structuredSchema).toBeUndefined();
+    expect(eventsOf(run, 'tool-result')[0]!.tool).toEqual({
+      name: 'structured_output',
+      isError: true,
+      result: 'Error: structured_output is only available to subagents started with an output schema',
+    });
+    await run.dispose();
+  });
+});
+
+describe('the nudge loop', () => {
+  it('with one nudge (the default): a prose finish is nudged, and a capture then completes', async () => {
+    const run = startStructured([{ reply: 'prose' }, { calls: [capture({ answer: 'after the nudge' })] }]);
+    const result = await run.result;
+    expect(result).toMatchObject({ structured: { answer: 'after the nudge' }, stopReason: 'completed' });
+    expect(turnsOf(run)).toEqual([['answer me'], [STRUCTURED_OUTPUT_NUDGE]]);
+    await run.dispose();
+  });
+
+  it('exhausted after one nudge: two turns and error, without structured', async () => {
+    const run = startStructured([{ reply: 'prose' }, { reply: 'more prose' }]);
+    const result = await run.result;
+    expect(result.stopReason).toBe('error');
+    expect('structured' in result).toBe(false);
+    expect(result.diagnostic).toBe('the child finished without calling structured_output');
+    expect(turnsOf(run)).toHaveLength(2);
+    await run.dispose();
+  });
+
+  it('with zero nudges: one turn and error', async () => {
+    const run = startStructured([{ reply: 'prose' }], noNudge.name);
+    expect((await run.result).stopReason).toBe('error');
+    expect(turnsOf(run)).toHaveLength(1);
+    await run.dispose();
+  });
+
+  it.each([
+    ['max-tokens', { reply: 'cut off', stopReason: 'max-tokens' as const }, 'max-tokens'],
+    ['a failure', { fail: 'model unavailable' }, 'error'],
+  ])('does not nudge after a turn that ended in %s', async (_case, step, stopReason) => {
+    const run = startStructured([step, { calls: [capture({ answer: 'never' })] }]);
+    const result = await run.result;
+    expect(result.stopReason).toBe(stopReason);
+    expect('structured' in result).toBe(false);
+    expect(turnsOf(run)).toHaveLength(1);
+    await run.dispose();
+  });
+
+  it('a cancel at a clean turn end without a capture settles aborted with no extra turn', async () => {
+    let runId = '';
+    onEvent = async (event) => {
+      if (event.kind === 'turn-end' && event.runId === runId) await temporal.client.workflow.getHandle(runId).cancel();
+    };
+    const run = startStructured([{ reply: 'prose' }, { calls: [capture({ answer: 'too late' })] }]);
+    runId = run.id;
+    expect(await run.result).toEqual({ output: text('prose'), stopReason: 'aborted' });
+    expect(turnsOf(run)).toHaveLength(1);
+    await run.dispose();
+  });
+});
+
+describe('schemas', () => {
+  it('gives two concurrent runs each their own schema and capture', async () => {
+    const other: StructuredOutputSchema = { type: 'object', properties: { count: { type: 'integer' } }, required: ['count'] };
+    const [a, b] = [
+      startStructured([{ calls: [capture({ count: 3 }), capture({ answer: 'a' })] }]),
+      startStructured([{ calls: [capture({ answer: 'b' })] }], scripted.name, other),
+    ];
+    const [resultA, resultB] = await Promise.all([a.result, b.result]);
+    expect(resultA.structured).toEqual({ answer: 'a' });
+    expect(eventsOf(a, 'tool-result')[0]!.tool!.isError).toBe(true);
+    expect(resultB.structured).toBeUndefined();
+    expect(eventsOf(b, 'tool-result')[0]!.tool!.result).toBe('Error: invalid arguments: missing required property "value.count"');
+    expect(eventsOf(a, 'turn-start')[0]!.structuredSchema).toEqual(schema);
+    expect(eventsOf(b, 'turn-start')[0]!.structuredSchema).toEqual(other);
+    await Promise.all([a.dispose(), b.dispose()]);
+  });
+
+  it('snapshots the schema at start: a later change to the caller object changes nothing', async () => {
+    const mutable = JSON.parse(JSON.stringify(schema)) as { properties: { answer: { type: string } } };
+    const run = startStructured([{ delayMs: 300, calls: [capture({ answer: 'still a string' })] }], scripted.name, mutable);
+    mutable.properties.answer.type = 'number';
+    expect((await run.result).structured).toEqual({ answer: 'still a string' });
+    await run.dispose();
+  });
+
+  it('refuses a schema outside the subset at start with every violation, and nothing starts', () => {
+    const before = events.length;
+    let thrown: unknown;
+    try {
+      startStructured([], scripted.name, { type: 'object', oneOf: [], properties: { a: { type: 'weird' } } });
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(OutputSchemaError);
+    expect(thrown).toMatchObject({
+      code: 'UNSUPPORTED_SCHEMA',
+      violations: [
+        'schema.oneOf is not a supported keyword (subset: type/properties/required/additionalProperties/items/enum/const + annotations)',
+        'schema.properties.a.type must be one of object/array/string/number/integer/boolean/null',
+      ],
+    });
+    expect(events.length).toBe(before);
+  });
+
+  it('checks the capability before the schema: UNSUPPORTED_CAPABILITY for a provider without outputSchema', () => {
+    const bare = newService(temporal);
+    bare.registerProvider({ ...scripted, capabilities: { ...scripted.capabilities, outputSchema: false } });
+    expect(() => bare.start(scripted.name, { prompt: text('x'), parent: { id: 'p' }, outputSchema: { type: 'weird' } })).toThrow(
+      expect.objectContaining({ code: 'UNSUPPORTED_CAPABILITY' }),
+    );
+  });
+});
+
+describe('a hosted seam provider that captures itself', () => {
+  it('passes a valid structured value through', async () => {
+    const run = service.start(innerStructured.name, { prompt: text('{"answer":"inner"}'), parent: { id: 'p' }, outputSchema: schema as never });
+    expect(await run.result).toEqual({ output: [], structured: { answer: 'inner' }, stopReason: 'completed' });
+    await run.dispose();
+  });
+
+  it('turns an invalid structured value into error with the violations', async () => {
+    const run = service.start(innerStructured.name, { prompt: text('{"answer":1}'), parent: { id: 'p' }, outputSchema: schema as never });
+    const result = await run.result;
+    expect(result).toEqual({
+      output: [],
+      stopReason: 'error',
+      diagnostic: 'the provider\'s structured result is invalid: "value.answer" must be a string',
+    });
+    await run.dispose();
+  });
+});
+
+describe('the runtime a provider is handed', () => {
+  const runtime = () => createStructuredOutputRuntime(schema);
+
+  it('lists structured_output last with the run schema, replacing any other copy', () => {
+    const tools = runtime().withTool([{ name: 'structured_output' }, { name: 'read_file' }, { name: 'search' }]);
+    expect(tools.map((tool) => tool.name)).toEqual(['read_file', 'search', 'structured_output']);
+    expect(tools.at(-1)).toMatchObject({ parameters: schema });
+  });
+
+  it('ends the system prompt with the calling instruction', () => {
+    expect(runtime().systemPrompt('You are a careful reviewer.')).toBe(`You are a careful reviewer.\n\n${STRUCTURED_OUTPUT_INSTRUCTION}`);
+  });
+
+  it('captures the parsed arguments as sent and reads an empty argument string as {}', () => {
+    const rt = createStructuredOutputRuntime({ type: 'object' });
+    expect(rt.captured).toBeUndefined();
+    expect(rt.call('')).toEqual({ isError: false, content: text('Structured output recorded.') });
+    expect(rt.captured).toEqual({ value: {} });
+  });
+});
+
+it('replays a run whose history holds a capture to the same result', async () => {
+  const run = startStructured([{ calls: [capture({ answer: 'recorded' })] }]);
+  await run.result;
+  await run.dispose();
+  const handle = temporal.client.workflow.getHandle(run.id);
+  const outcome = await eventually(async () => ((await handle.describe()).status.name === 'COMPLETED' ? handle.result() : undefined));
+  expect(outcome).toMatchObject({ result: { structured: { answer: 'recorded' } } });
+  const { Worker } = await import('@temporalio/worker');
+  await expect(Worker.runReplayHistory({ workflowBundle: { codePath: process.env.TEMPORAL_TEST_BUNDLE! } }, await handle.fetchHistory())).resolves.toBeUndefined();
+});

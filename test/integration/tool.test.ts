@@ -1,0 +1,257 @@
+// The model-facing `subagent` tool (seam §6 and §7.8, made durable): wording both ways, the
+// stop-reason mapping, dispose on every path, abort bridging, a parent model that calls the tool
+// (OpenAI shape and Vercel AI SDK), nesting to maxDepth from inside LLM children, background mode
+// across a restart of the parent process.
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { generateText, stepCountIs } from 'ai';
+import OpenAI from 'openai';
+import { createSubagentResultTool, createSubagentTool, runOpenAIToolCall, type SubagentRun, SubagentStarter, toAiSdkTool, toOpenAITool } from '../../src';
+import { createScriptedProvider, FakeChatRequest, FakeOpenAI, ScriptedTurnEvent, spawnReadyProcess, startFakeOpenAI, textReply, toolCallReply } from '../../src/testing';
+import { builtinFileTools, createDelegationTool, createSpawnProvider } from '../../src/worker';
+import { statusQuery, SubagentRunOutcome, SubagentRunStatus } from '../../workflows/definitions';
+import { connectTestTemporal, eventually, fixture, newService, startWorker, TestTemporal, text, uniqueName } from '../helpers/temporal';
+
+let temporal: TestTemporal;
+let fake: FakeOpenAI;
+let stopWorker: () => Promise<void>;
+let service: ReturnType<typeof newService>;
+const events: ScriptedTurnEvent[] = [];
+const scripted = createScriptedProvider({ name: uniqueName('tool-child'), observer: (event) => events.push(event) });
+const forkLike = createScriptedProvider({ name: uniqueName('tool-fork'), inheritsParentContext: true });
+const spawnName = uniqueName('tool-spawn');
+let spawn: ReturnType<typeof createSpawnProvider>;
+
+beforeAll(async () => {
+  temporal = await connectTestTemporal();
+  fake = await startFakeOpenAI();
+  spawn = createSpawnProvider({
+    name: spawnName,
+    endpoint: { baseURL: fake.baseURL, model: 'child-model' },
+    tools: [...builtinFileTools(), createDelegationTool({ provider: spawnName })],
+  });
+  stopWorker = await startWorker(temporal, [scripted, forkLike, spawn], { heartbeatIntervalMs: 200 });
+  service = newService(temporal);
+  for (const provider of [scripted, forkLike, spawn]) service.registerProvider(provider);
+});
+afterAll(async () => {
+  await stopWorker?.();
+  await fake?.close();
+  await temporal?.close();
+});
+
+const parent = { id: 'parent-agent' };
+const args = (prompt: string) => ({ description: 'a delegated task', prompt });
+const scriptedTool = (script: object[], extra: object = {}) =>
+  createSubagentTool(service, { provider: scripted.name, agentOptions: { script: script as never }, ...extra });
+const closedOutcome = (runId: string) => temporal.client.workflow.getHandle(runId).result() as Promise<SubagentRunOutcome>;
+
+/** The real service, recording the runs it started and their disposals (not a Temporal mock). */
+function recording(overrides: { result?: (run: SubagentRun) => Promise<never> } = {}) {
+  const runs: { run: SubagentRun; disposed: number }[] = [];
+  const starter: SubagentStarter = {
+    getProvider: (name) => service.getProvider(name),
+    attach: (id) => service.attach(id),
+    start(name, request) {
+      const run = service.start(name, request);
+      const entry = { run, disposed: 0 };
+      runs.push(entry);
+      return {
+        ...run,
+        result: overrides.result ? overrides.result(run) : run.result,
+        dispose: async () => {
+          entry.disposed++;
+          await run.dispose();
+        },
+      };
+    },
+  };
+  return { starter, runs };
+}
+
+describe('wording', () => {
+  it('tells the model a spawn-like child does not see the conversation', () => {
+    const tool = createSubagentTool(service, { provider: scripted.name });
+    expect(tool.name).toBe('subagent');
+    expect(Object.keys(tool.parameters.properties)).toEqual(['description', 'prompt']);
+    expect(tool.description).toContain('does not see this conversation');
+    expect(tool.parameters.properties.prompt!.description).toContain('include everything it needs');
+  });
+
+  it('tells the model a fork-like child inherits the completed turns', () => {
+    const tool = createSubagentTool(service, { provider: forkLike.name, name: 'subagent_fork' });
+    expect(tool.name).toBe('subagent_fork');
+    expect(tool.description).toContain('INHERITS this conversation');
+    expect(tool.description).toContain('completed turns');
+    expect(tool.description).not.toContain('does not see this conversation');
+  });
+
+  it('refuses a provider that is not registered with NO_PROVIDER', () => {
+    expect(() => createSubagentTool(service, { provider: 'nobody' })).toThrow(expect.objectContaining({ code: 'NO_PROVIDER' }));
+  });
+});
+
+describe('execute', () => {
+  it('returns the child answer as text and disposes the run', async () => {
+    const { starter, runs } = recording();
+    const tool = createSubagentTool(starter, { provider: scripted.name, agentOptions: { script: [{ reply: 'child says {input}' }] as never } });
+    expect(await tool.execute(args('hello'), { parent })).toEqual({ isError: false, content: text('child says hello') });
+    expect(runs.map((entry) => entry.disposed)).toEqual([1]);
+    expect((await closedOutcome(runs[0]!.run.id)).closedBy).toBe('disposed');
+  });
+
+  it.each([
+    ['aborted', 'subagent run was cancelled'],
+    ['error', 'subagent run failed'],
+    ['max-tokens', 'subagent run hit its token limit before finishing'],
+    ['refusal', 'subagent declined the task'],
+    ['gave-up', 'subagent run ended abnormally (gave-up)'],
+  ])('turns a %s result into an error with a fixed message, and disposes', async (stopReason, message) => {
+    const { starter, runs } = recording();
+    const tool = createSubagentTool(starter, { provider: scripted.name, agentOptions: { script: [{ reply: 'partial', stopReason }] as never } });
+    const outcome = await tool.execute(args('x'), { parent });
+    expect(outcome.isError).toBe(true);
+    expect((outcome.content[0] as { text: string }).text).toBe(`Error: ${message}`);
+    expect(runs[0]!.disposed).toBe(1);
+  });
+
+  it('turns an infrastructure failure of the result into an error result, and still disposes', async () => {
+    const { starter, runs } = recording({ result: () => Promise.reject(new Error('connection lost')) });
+    const tool = createSubagentTool(starter, { provider: scripted.name });
+    const outcome = await tool.execute(args('x'), { parent });
+    expect(outcome).toEqual({ isError: true, content: text('Error: subagent run failed before producing a result: connection lost') });
+    expect(runs[0]!.disposed).toBe(1);
+  });
+
+  it('turns a refused start into an error result, with no run to dispose', async () => {
+    const { starter, runs } = recording();
+    const tool = createSubagentTool(starter, { provider: scripted.name, maxDepth: 0 });
+    const outcome = await tool.execute(args('x'), { parent });
+    expect(outcome).toEqual({ isError: true, content: text('Error: subagent depth 1 exceeds maxDepth 0') });
+    expect(runs).toEqual([]);
+  });
+
+  it('checks the model arguments', async () => {
+    const tool = scriptedTool([]);
+    expect(await tool.execute({ description: 'x' }, { parent })).toEqual({ isError: true, content: text('Error: invalid arguments: missing required property "prompt"') });
+    expect(await tool.execute({ description: 'x', prompt: 5 }, { parent })).toEqual({ isError: true, content: text('Error: invalid arguments: "prompt" must be a string') });
+    expect(await tool.execute(args('x'), {})).toMatchObject({ isError: true, content: text('Error: subagent tool requires a calling agent (context.parent was undefined)') });
+  });
+
+  it('cancels the run when the caller aborts mid-run, and disposes it', async () => {
+    const { starter, runs } = recording();
+    const tool = createSubagentTool(starter, { provider: scripted.name, agentOptions: { script: [{ hang: true }] as never } });
+    const controller = new AbortController();
+    const pending = tool.execute(args('long task'), { parent, signal: controller.signal });
+    await eventually(() => events.find((e) => e.runId === runs[0]?.run.id && e.kind === 'turn-start'));
+    controller.abort();
+    expect(await pending).toEqual({ isError: true, content: text('Error: subagent run was cancelled') });
+    expect(runs[0]!.disposed).toBe(1);
+    expect(events.some((e) => e.runId === runs[0]!.run.id && e.kind === 'cancelled')).toBe(true);
+  });
+
+  it('cancels at once for an already-aborted signal: the child is never called', async () => {
+    const { starter, runs } = recording();
+    const tool = createSubagentTool(starter, { provider: scripted.name });
+    const controller = new AbortController();
+    controller.abort();
+    expect(await tool.execute(args('never'), { parent, signal: controller.signal })).toEqual({ isError: true, content: text('Error: subagent run was cancelled') });
+    expect(events.filter((e) => e.runId === runs[0]!.run.id)).toEqual([]);
+    expect(runs[0]!.disposed).toBe(1);
+  });
+
+  it('renders a structured result as JSON for the model', async () => {
+    const tool = scriptedTool([{ calls: [{ name: 'structured_output', arguments: { verdict: 'ship' } }] }], {
+      outputSchema: { type: 'object', properties: { verdict: { type: 'string' } }, required: ['verdict'] },
+    });
+    expect(await tool.execute(args('judge'), { parent })).toEqual({ isError: false, content: text('{"verdict":"ship"}') });
+  });
+});
+
+describe('a parent model calling the tool', () => {
+  const parentTurn = (request: FakeChatRequest) => {
+    const last = request.body.messages.at(-1);
+    return last.role === 'tool'
+      ? textReply(`the child said: ${last.content}`)
+      : toolCallReply([{ id: 'call-sub', name: 'subagent', arguments: { description: 'ask the child', prompt: 'find the answer' } }]);
+  };
+
+  it('delegates through the OpenAI function-tool shape and reads the answer from the tool message', async () => {
+    fake.setHandler(parentTurn);
+    const tool = scriptedTool([{ reply: 'the answer is 42' }]);
+    const client = new OpenAI({ baseURL: fake.baseURL, apiKey: 'test', maxRetries: 0 });
+    const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: 'user', content: 'what is the answer?' }];
+    const first = await client.chat.completions.create({ model: 'parent-model', messages, tools: [toOpenAITool(tool)] });
+    const call = first.choices[0]!.message.tool_calls![0]! as { id: string; function: { name: string; arguments: string } };
+    messages.push(first.choices[0]!.message, await runOpenAIToolCall(tool, call, { parent }));
+    const second = await client.chat.completions.create({ model: 'parent-model', messages, tools: [toOpenAITool(tool)] });
+    expect(second.choices[0]!.message.content).toBe('the child said: the answer is 42');
+  });
+
+  it('delegates through the Vercel AI SDK tool() shape inside generateText', async () => {
+    fake.setHandler(parentTurn);
+    const tool = scriptedTool([{ reply: 'the AI SDK child answered' }]);
+    const model = createOpenAICompatible({ name: 'fake', baseURL: fake.baseURL, apiKey: 'test' }).chatModel('parent-model');
+    const result = await generateText({
+      model,
+      prompt: 'what is the answer?',
+      tools: { subagent: toAiSdkTool(tool, { parent }) },
+      stopWhen: stepCountIs(3),
+    });
+    expect(result.text).toBe('the child said: the AI SDK child answered');
+  });
+});
+
+describe('inside LLM children', () => {
+  it('lets a child delegate further down to maxDepth, and refuses the level beyond it', async () => {
+    fake.setHandler((request) => {
+      const last = request.body.messages.at(-1);
+      if (last.role === 'tool') return textReply(`level done after: ${last.content}`);
+      const level = Number(/level (\d)/.exec(last.content)?.[1]);
+      return toolCallReply([{ name: 'subagent', arguments: { description: 'go deeper', prompt: `level ${level + 1} task` } }]);
+    });
+    const run = service.start(spawnName, { prompt: text('level 1 task'), parent, maxDepth: 2 });
+    const result = await run.result;
+    expect(result.stopReason).toBe('completed');
+    expect((result.output[0] as { text: string }).text).toBe(
+      'level done after: level done after: Error: subagent depth 3 exceeds maxDepth 2',
+    );
+    const top = (await temporal.client.workflow.getHandle(run.id).query(statusQuery)) as SubagentRunStatus;
+    expect(top).toMatchObject({ depth: 1, children: [expect.any(String)] });
+    const child = (await temporal.client.workflow.getHandle(top.children[0]!).query(statusQuery)) as SubagentRunStatus;
+    expect(child).toMatchObject({ depth: 2, parentRunId: run.id, children: [] });
+    const history = await temporal.client.workflow.getHandle(run.id).fetchHistory();
+    const activities = history.events!.flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType!.name] : []));
+    expect(activities).toEqual(['subagentModelCall', 'subagent', 'subagentModelCall']);
+    await run.dispose();
+  });
+});
+
+describe('background mode', () => {
+  it('returns the run id at once; the answer is collected after the parent process was killed', async () => {
+    let printed = '';
+    const parentProcess = await spawnReadyProcess(fixture('background-parent'), { PROVIDER_NAME: scripted.name }, (line) => {
+      if (line.startsWith('{')) printed = line;
+    });
+    const started = JSON.parse(printed) as { isError: boolean; content: { text: string }[] };
+    await parentProcess.kill('SIGKILL');
+    expect(started.isError).toBe(false);
+    const runId = /run_id "([^"]+)"/.exec(started.content[0]!.text)![1]!;
+
+    const collect = createSubagentResultTool(service);
+    expect(collect.name).toBe('subagent_result');
+    expect(await collect.execute({ run_id: runId }, {})).toEqual({ isError: false, content: text('background answer to: index the repo') });
+    expect((await closedOutcome(runId)).closedBy).toBe('disposed');
+  });
+
+  it('stops waiting, without cancelling the run, when the collecting step aborts', async () => {
+    const tool = scriptedTool([{ delayMs: 1500, reply: 'late answer' }], { background: true });
+    const started = await tool.execute(args('slow'), { parent });
+    const runId = /run_id "([^"]+)"/.exec((started.content[0] as { text: string }).text)![1]!;
+    const controller = new AbortController();
+    const collect = createSubagentResultTool(service);
+    const waiting = collect.execute({ run_id: runId }, { signal: controller.signal });
+    controller.abort();
+    expect((await waiting).isError).toBe(true);
+    expect(await collect.execute({ run_id: runId }, {})).toEqual({ isError: false, content: text('late answer') });
+  });
+});

@@ -1,0 +1,131 @@
+// The run workflow's contract with everything outside it: its one input and its result, the state
+// it carries through continue-as-new, and the signals, updates and queries clients and workers
+// send it. Plain data only. The caller's side imports this module, never the workflow's code.
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { RunContextSnapshot } from '../activities/types';
+import type { ContentBlock, JsonValue } from '../src/seam/content';
+import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
+import type { SubagentResult, SubagentUsage } from '../src/seam/result';
+
+/** The workflow type name, as clients start it without loading the workflow's code. */
+export const SUBAGENT_RUN_WORKFLOW = 'subagentRunWorkflow';
+
+/** Run settings with every default resolved by the facade; durations in milliseconds. */
+export interface ResolvedRunSettings {
+  resumeWindowMs: number;
+  turnStartToCloseMs: number;
+  turnHeartbeatMs: number;
+  turnRetry: {
+    initialIntervalMs: number;
+    backoffCoefficient: number;
+    maximumIntervalMs: number;
+    maximumAttempts: number;
+    nonRetryableErrorTypes: string[];
+  };
+  /** Structured runs: turns that ask a child which finished without a capture to call the tool. */
+  structuredNudgeRetries: number;
+  /** Agent-loop runs: model calls allowed in one turn before it ends with `error`. */
+  maxStepsPerTurn: number;
+  /** Largest state a continue-as-new may carry (Temporal refuses payloads over 2 MiB). */
+  maxPayloadBytes: number;
+}
+
+export interface SubagentRunInput {
+  provider: string;
+  /** `turns`: one activity per turn; `agent-loop`: one per model call and per tool call. */
+  driver: 'turns' | 'agent-loop';
+  request: ResolvedSubagentRequest;
+  settings: ResolvedRunSettings;
+  /** Whether the provider takes steering messages; if not, messages are counted and dropped. */
+  steering: boolean;
+  /** Whether a settled segment parks for `resume`; if not, the run closes when it settles. */
+  resumable: boolean;
+  /** The caller cancelled before the run began: settle `aborted` without calling the provider. */
+  abortedAtStart?: boolean;
+  /** State carried through continue-as-new; absent on a fresh start. */
+  carried?: SubagentRunCarry;
+}
+
+export interface SubagentRunCarry {
+  segment: number;
+  turn: number;
+  transcript: TranscriptEntry[];
+  /** User messages for the next turn: undelivered steering, then the resume content. */
+  pending: ContentBlock[][];
+  usage: SubagentUsage;
+  providerState?: JsonValue;
+  droppedMessages: number;
+  /** Runs this run's turns started (nested delegations); cancelled with it. */
+  children: string[];
+  /** Set when a segment continued as new between two of its turns. */
+  midSegment?: { nudgesLeft: number; lastOutput: ContentBlock[] };
+}
+
+export interface SegmentOutcome {
+  segment: number;
+  result: SubagentResult;
+  /** Epoch ms until which `resume` is accepted; absent when the run closes instead of parking. */
+  resumableUntil?: number;
+  /** Tokens the model endpoint reported over the whole run so far (agent-loop providers). */
+  usage?: SubagentUsage;
+}
+
+export type SegmentResultReply = { settled: SegmentOutcome } | { moved: true };
+
+export type SubagentRunClosedBy = 'disposed' | 'cancelled' | 'expired' | 'settled';
+
+/** The workflow's own result: the last segment's outcome and why the run closed. */
+export interface SubagentRunOutcome extends SegmentOutcome {
+  closedBy: SubagentRunClosedBy;
+  /** Steering messages that arrived after the last segment settled and were never resumed. */
+  undeliveredMessages: number;
+}
+
+export interface SubagentRunStatus {
+  provider: string;
+  segment: number;
+  phase: 'running' | 'parked' | 'closing';
+  /** Turns begun over the child's life. */
+  turns: number;
+  pendingMessages: number;
+  droppedMessages: number;
+  usage: SubagentUsage;
+  /** Leading conversation entries inherited from the parent (fork), not the child's own. */
+  seedLength: number;
+  depth: number;
+  /** The run that delegated this one, when it was started from inside a run. */
+  parentRunId?: string;
+  /** Runs this run's turns started. */
+  children: string[];
+  resumableUntil?: number;
+  lastResult?: SubagentResult;
+}
+
+export interface SendMessageArgs {
+  content: ContentBlock[];
+}
+
+export interface ResumeArgs {
+  fromSegment: number;
+  content: ContentBlock[];
+  /** The caller cancelled before the resume was sent: the new segment settles `aborted` at once. */
+  abortedAtStart?: boolean;
+}
+
+/** The user message of a nudge turn. */
+export const STRUCTURED_OUTPUT_NUDGE =
+  'You finished without calling `structured_output`. Call `structured_output` now with your final result matching its parameter schema.';
+
+export const sendMessageSignal = defineSignal<[SendMessageArgs]>('sendMessage');
+/** Sent by a nested run to its parent run when it starts, so the parent can cancel it. */
+export const childStartedSignal = defineSignal<[{ runId: string }]>('childStarted');
+/** Resolves with segment `segment` (default: the current one) once it settles. */
+export const segmentResultUpdate = defineUpdate<SegmentResultReply, [{ segment?: number }]>('segmentResult');
+export const resumeUpdate = defineUpdate<{ segment: number }, [ResumeArgs]>('resume');
+/** Ends the run if `segment` is still its current one; resolves once the provider has stopped. */
+export const disposeUpdate = defineUpdate<{ disposed: boolean }, [{ segment: number }]>('dispose');
+export const statusQuery = defineQuery<SubagentRunStatus>('status');
+/** What a worker that lacks the conversation in its cache fetches; writes nothing to history. */
+export const runContextQuery = defineQuery<RunContextSnapshot>('runContext');
+/** The messages waiting for the child, for a provider that takes them mid-turn (ACP). */
+export const pendingMessagesQuery = defineQuery<ContentBlock[][]>('pendingMessages');
