@@ -48,7 +48,10 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
       const outputId = randomUUID();
       host.cache.put(input.runId, {
         request: context.request,
-        entries: [...conversation, { kind: 'assistant', id: outputId, content: outcome.content, stopReason: outcome.stopReason }],
+        entries: [
+          ...conversation,
+          { kind: 'assistant', id: outputId, content: outcome.content, stopReason: outcome.stopReason },
+        ],
       });
       return { ...outcome, outputId };
     });
@@ -149,9 +152,15 @@ export function toChatMessages(system: string, entries: readonly TranscriptEntry
       messages.push({ role: 'user', content: textOf(entry.content) });
     } else if (entry.kind === 'assistant') {
       const calls = entry.content.flatMap((block) =>
-        block.type === 'tool-call' ? [{ id: block.id, type: 'function' as const, function: { name: block.name, arguments: block.arguments } }] : [],
+        block.type === 'tool-call'
+          ? [{ id: block.id, type: 'function' as const, function: { name: block.name, arguments: block.arguments } }]
+          : [],
       );
-      messages.push({ role: 'assistant', content: textOf(entry.content) || null, ...(calls.length > 0 ? { tool_calls: calls } : {}) });
+      messages.push({
+        role: 'assistant',
+        content: textOf(entry.content) || null,
+        ...(calls.length > 0 ? { tool_calls: calls } : {}),
+      });
     } else {
       for (const result of entry.results) {
         messages.push({ role: 'tool', tool_call_id: result.toolCallId, content: textOf(result.content) });
@@ -162,13 +171,24 @@ export function toChatMessages(system: string, entries: readonly TranscriptEntry
 }
 
 function toChatTool(tool: { name: string; description: string; parameters: object }): ChatCompletionTool {
-  return { type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters as Record<string, unknown> } };
+  return {
+    type: 'function',
+    function: {
+      name: tool.name,
+      description: tool.description,
+      parameters: tool.parameters as Record<string, unknown>,
+    },
+  };
 }
 
-function stopReasonOf(finishReason: string | null, refused: boolean): { stopReason: SubagentStopReason; diagnostic?: string } {
+function stopReasonOf(
+  finishReason: string | null,
+  refused: boolean,
+): { stopReason: SubagentStopReason; diagnostic?: string } {
   if (refused || finishReason === 'content_filter') return { stopReason: 'refusal' };
   if (finishReason === 'length') return { stopReason: 'max-tokens' };
-  if (finishReason === 'stop' || finishReason === 'tool_calls' || finishReason === 'function_call') return { stopReason: 'completed' };
+  if (finishReason === 'stop' || finishReason === 'tool_calls' || finishReason === 'function_call')
+    return { stopReason: 'completed' };
   return { stopReason: 'error', diagnostic: `the model endpoint gave an unknown finish_reason: ${finishReason}` };
 }
 
@@ -178,7 +198,10 @@ function stopReasonOf(finishReason: string | null, refused: boolean): { stopReas
  */
 function endpointFailure(err: unknown): ModelCallOutcome {
   if (err instanceof OpenAI.APIConnectionError) {
-    throw ApplicationFailure.create({ message: `model endpoint unreachable: ${err.message}`, type: 'MODEL_UNAVAILABLE' });
+    throw ApplicationFailure.create({
+      message: `model endpoint unreachable: ${err.message}`,
+      type: 'MODEL_UNAVAILABLE',
+    });
   }
   if (err instanceof OpenAI.APIError && err.status !== undefined) {
     const transient = err.status === 429 || err.status === 408 || err.status === 409 || err.status >= 500;

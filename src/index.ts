@@ -3,7 +3,12 @@
 // `subagent` tool and its adapters, connection and encryption. It never loads the Temporal worker;
 // hosting runs is `durable-subagents/worker`, testing them `durable-subagents/testing`.
 export * from './seam';
-export { type ConnectClientOptions, DEFAULT_TEMPORAL_ADDRESS, type SubagentClientConnection, connectClient } from './client/connect';
+export {
+  type ConnectClientOptions,
+  DEFAULT_TEMPORAL_ADDRESS,
+  type SubagentClientConnection,
+  connectClient,
+} from './client/connect';
 export type { SubagentEventListener, SubagentEventName, SubagentServiceEvents } from './client/events';
 export { runStarted } from './client/run-handle';
 export { DEFAULT_RUN_SETTINGS } from './client/run-settings';

@@ -43,7 +43,9 @@ async function main(): Promise<void> {
   service.registerProvider(spawn);
   service.on('subagent/start', ({ id, segment }) => step(`subagent/start ${id} segment ${segment}`));
   service.on('subagent/end', ({ stopReason, segment, usage }) =>
-    step(`subagent/end segment ${segment}: ${stopReason}, ${usage?.promptTokens ?? 0} prompt + ${usage?.completionTokens ?? 0} completion tokens so far`),
+    step(
+      `subagent/end segment ${segment}: ${stopReason}, ${usage?.promptTokens ?? 0} prompt + ${usage?.completionTokens ?? 0} completion tokens so far`,
+    ),
   );
 
   try {

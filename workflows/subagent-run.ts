@@ -94,7 +94,9 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     segmentResultUpdate,
     async ({ segment: wanted = segment }) => {
       // Non-cancellable: a cancelled run still answers with its `aborted` result.
-      await CancellationScope.nonCancellable(() => condition(() => continuing || (outcome !== undefined && wanted === segment)));
+      await CancellationScope.nonCancellable(() =>
+        condition(() => continuing || (outcome !== undefined && wanted === segment)),
+      );
       // While continuing as new, callers ask again and reach the next run.
       return outcome !== undefined && wanted === segment && !continuing ? { settled: outcome } : { moved: true };
     },
@@ -102,7 +104,10 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
       validator: ({ segment: wanted }) => {
         if (wanted === undefined || wanted === segment) return;
         if (wanted === segment + 1 && resumeRequest !== undefined) return;
-        throw ApplicationFailure.nonRetryable(`run ${state.runId} has no segment ${wanted} (current: ${segment})`, 'UNKNOWN_RUN');
+        throw ApplicationFailure.nonRetryable(
+          `run ${state.runId} has no segment ${wanted} (current: ${segment})`,
+          'UNKNOWN_RUN',
+        );
       },
     },
   );
@@ -116,8 +121,12 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     {
       validator: ({ fromSegment, content }) => {
         const refusal = resumeRefusal(fromSegment);
-        if (refusal) throw ApplicationFailure.nonRetryable(`cannot resume run ${state.runId}: ${refusal}`, 'NOT_RESUMABLE');
-        const tooLarge = carryViolation(carry([...state.pending, content]), `cannot resume run ${state.runId}: its conversation`);
+        if (refusal)
+          throw ApplicationFailure.nonRetryable(`cannot resume run ${state.runId}: ${refusal}`, 'NOT_RESUMABLE');
+        const tooLarge = carryViolation(
+          carry([...state.pending, content]),
+          `cannot resume run ${state.runId}: its conversation`,
+        );
         if (tooLarge) throw ApplicationFailure.nonRetryable(tooLarge, 'PAYLOAD_TOO_LARGE');
       },
     },

@@ -66,7 +66,12 @@ export function turnRunner(
       });
       // Messages the provider took mid-turn came after the turn's input, before its answer.
       state.transcript.push(...state.pending.splice(0, result.consumedMessages).map(userEntry));
-      state.transcript.push({ kind: 'assistant', id: result.outputId, content: result.output, stopReason: result.stopReason });
+      state.transcript.push({
+        kind: 'assistant',
+        id: result.outputId,
+        content: result.output,
+        stopReason: result.stopReason,
+      });
       if (result.providerState !== undefined) state.providerState = result.providerState;
       const { outputId: _, consumedMessages: __, ...turnResult } = result;
       return turnResult;
@@ -82,7 +87,11 @@ export function turnRunner(
     state.transcript.push(...turnInput.map(userEntry));
     for (let step = 0; ; step++) {
       if (step === maxStepsPerTurn) {
-        return { output: [], stopReason: 'error', diagnostic: `the child made ${step} model calls in one turn (maxStepsPerTurn)` };
+        return {
+          output: [],
+          stopReason: 'error',
+          diagnostic: `the child made ${step} model calls in one turn (maxStepsPerTurn)`,
+        };
       }
       let result: ModelCallResult;
       try {
@@ -99,7 +108,12 @@ export function turnRunner(
         if (isCancellation(err)) throw err;
         return { output: [], stopReason: 'error', diagnostic: failureMessage(err) };
       }
-      state.transcript.push({ kind: 'assistant', id: result.outputId, content: result.content, stopReason: result.stopReason });
+      state.transcript.push({
+        kind: 'assistant',
+        id: result.outputId,
+        content: result.content,
+        stopReason: result.stopReason,
+      });
       if (result.usage) {
         state.usage = {
           promptTokens: state.usage.promptTokens + result.usage.promptTokens,

@@ -22,7 +22,11 @@ const GENESIS = '0'.repeat(64);
 
 /** Numbers and chains the records behind a header that says how many there are. */
 export function sealAudit(runId: string, drafts: readonly AuditDraft[]): AuditRecord[] {
-  const header: AuditDraft = { type: 'audit.header', time: new Date().toISOString(), data: { runId, records: drafts.length + 1, format: 1 } };
+  const header: AuditDraft = {
+    type: 'audit.header',
+    time: new Date().toISOString(),
+    data: { runId, records: drafts.length + 1, format: 1 },
+  };
   const records: AuditRecord[] = [];
   let prev = GENESIS;
   for (const [seq, draft] of [header, ...drafts].entries()) {
@@ -44,15 +48,30 @@ export function verifyAudit(records: readonly unknown[]): AuditVerdict {
     if (typeof record !== 'object' || record === null || typeof record.hash !== 'string') {
       return { ok: false, seq: index, reason: 'not an audit record' };
     }
-    if (record.seq !== index) return { ok: false, seq: index, reason: `record ${index} says it is record ${String(record.seq)}: reordered or removed` };
-    if (record.prev !== prev) return { ok: false, seq: index, reason: 'its link to the previous record is broken: a record before it was edited, removed or reordered' };
+    if (record.seq !== index)
+      return {
+        ok: false,
+        seq: index,
+        reason: `record ${index} says it is record ${String(record.seq)}: reordered or removed`,
+      };
+    if (record.prev !== prev)
+      return {
+        ok: false,
+        seq: index,
+        reason: 'its link to the previous record is broken: a record before it was edited, removed or reordered',
+      };
     const { hash, ...unsealed } = record;
-    if (hashOf(unsealed) !== hash) return { ok: false, seq: index, reason: 'its content does not match its hash: it was edited' };
+    if (hashOf(unsealed) !== hash)
+      return { ok: false, seq: index, reason: 'its content does not match its hash: it was edited' };
     prev = hash;
   }
   const declared = (records[0] as { data?: { records?: unknown } } | undefined)?.data?.records;
   if (declared !== records.length) {
-    return { ok: false, seq: records.length, reason: `the header announces ${String(declared)} records, the file holds ${records.length}: records were removed from the end` };
+    return {
+      ok: false,
+      seq: records.length,
+      reason: `the header announces ${String(declared)} records, the file holds ${records.length}: records were removed from the end`,
+    };
   }
   return { ok: true, records: records.length };
 }

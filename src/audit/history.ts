@@ -36,31 +36,47 @@ export async function exportAudit(client: Client, runId: string): Promise<AuditR
 export async function* auditDrafts(client: Client, runId: string, follow: boolean): AsyncGenerator<AuditDraft> {
   const converter = client.options.loadedDataConverter;
   let temporalRunId: string | undefined = await firstRunId(client, runId);
-  let segment = 0;
   const reportedSegments = new Set<number>();
   while (temporalRunId) {
     const scheduled = new Map<string, { type: string; input: unknown }>();
     let next: string | undefined;
     const current = temporalRunId;
     for await (const event of historyEvents(client, runId, current, follow)) {
-      const time = event.eventTime ? new Date(Number(event.eventTime.seconds) * 1000 + Math.floor((event.eventTime.nanos ?? 0) / 1e6)).toISOString() : '';
-      const draft = (type: string, data: unknown): AuditDraft => ({ type, time, data: { temporalRunId: current, ...((data as object) ?? {}) } });
+      const time = event.eventTime
+        ? new Date(
+            Number(event.eventTime.seconds) * 1000 + Math.floor((event.eventTime.nanos ?? 0) / 1e6),
+          ).toISOString()
+        : '';
+      const draft = (type: string, data: unknown): AuditDraft => ({
+        type,
+        time,
+        data: { temporalRunId: current, ...((data as object) ?? {}) },
+      });
       switch (event.eventType) {
         case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED: {
           const attributes = event.workflowExecutionStartedEventAttributes!;
           const [input] = (await decodeArrayFromPayloads(converter, attributes.input?.payloads)) as [SubagentRunInput];
-          segment = input.carried?.segment ?? 0;
           if (!input.carried) {
-            yield draft('start', { provider: input.provider, driver: input.driver, request: input.request, settings: input.settings });
+            yield draft('start', {
+              provider: input.provider,
+              driver: input.driver,
+              request: input.request,
+              settings: input.settings,
+            });
           } else {
-            yield draft('continue', { segment, turn: input.carried.turn, pendingMessages: input.carried.pending.length });
+            yield draft('continue', {
+              segment: input.carried.segment,
+              turn: input.carried.turn,
+              pendingMessages: input.carried.pending.length,
+            });
           }
           break;
         }
         case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED: {
           const attributes = event.workflowExecutionSignaledEventAttributes!;
           const [args] = await decodeArrayFromPayloads(converter, attributes.input?.payloads);
-          if (attributes.signalName === 'sendMessage') yield draft('message', { content: (args as { content: unknown }).content });
+          if (attributes.signalName === 'sendMessage')
+            yield draft('message', { content: (args as { content: unknown }).content });
           else if (attributes.signalName === 'childStarted') yield draft('child.start', args);
           break;
         }
@@ -75,9 +91,15 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
         case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED: {
           const success = event.workflowExecutionUpdateCompletedEventAttributes!.outcome?.success;
           if (!success?.payloads?.length) break;
-          const reply = (await decodeFromPayloadsAtIndex(converter, 0, success.payloads)) as SegmentResultReply | undefined;
+          const reply = (await decodeFromPayloadsAtIndex(converter, 0, success.payloads)) as
+            SegmentResultReply | undefined;
           // Every caller's wait for a segment answers with the same result: record it once.
-          if (reply && typeof reply === 'object' && 'settled' in reply && !reportedSegments.has(reply.settled.segment)) {
+          if (
+            reply &&
+            typeof reply === 'object' &&
+            'settled' in reply &&
+            !reportedSegments.has(reply.settled.segment)
+          ) {
             reportedSegments.add(reply.settled.segment);
             yield draft('result', reply.settled);
           }
@@ -94,17 +116,30 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
           const activity = scheduled.get(String(attributes.scheduledEventId));
           if (!activity) break;
           const result = await decodeFromPayloadsAtIndex(converter, 0, attributes.result?.payloads);
-          for (const record of activityRecords(activity.type, activity.input, result)) yield draft(record.type, record.data);
+          for (const record of activityRecords(activity.type, activity.input, result))
+            yield draft(record.type, record.data);
           break;
         }
         case EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED:
         case EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
         case EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED: {
-          const attributes = event.activityTaskFailedEventAttributes ?? event.activityTaskTimedOutEventAttributes ?? event.activityTaskCanceledEventAttributes;
+          const attributes =
+            event.activityTaskFailedEventAttributes ??
+            event.activityTaskTimedOutEventAttributes ??
+            event.activityTaskCanceledEventAttributes;
           const activity = scheduled.get(String(attributes?.scheduledEventId));
-          const failure = event.activityTaskFailedEventAttributes?.failure ?? event.activityTaskTimedOutEventAttributes?.failure;
-          const outcome = event.activityTaskCanceledEventAttributes ? 'cancelled' : event.activityTaskTimedOutEventAttributes ? 'timed out' : 'failed';
-          yield draft('activity.failed', { activity: activity?.type, outcome, ...(failure?.message ? { failure: failure.message } : {}) });
+          const failure =
+            event.activityTaskFailedEventAttributes?.failure ?? event.activityTaskTimedOutEventAttributes?.failure;
+          const outcome = event.activityTaskCanceledEventAttributes
+            ? 'cancelled'
+            : event.activityTaskTimedOutEventAttributes
+              ? 'timed out'
+              : 'failed';
+          yield draft('activity.failed', {
+            activity: activity?.type,
+            outcome,
+            ...(failure?.message ? { failure: failure.message } : {}),
+          });
           break;
         }
         case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
@@ -114,12 +149,24 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
           next = event.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
           break;
         case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: {
-          const outcome = (await decodeFromPayloadsAtIndex(converter, 0, event.workflowExecutionCompletedEventAttributes?.result?.payloads)) as SubagentRunOutcome;
-          yield draft('close', { closedBy: outcome.closedBy, segment: outcome.segment, stopReason: outcome.result.stopReason, undeliveredMessages: outcome.undeliveredMessages });
+          const outcome = (await decodeFromPayloadsAtIndex(
+            converter,
+            0,
+            event.workflowExecutionCompletedEventAttributes?.result?.payloads,
+          )) as SubagentRunOutcome;
+          yield draft('close', {
+            closedBy: outcome.closedBy,
+            segment: outcome.segment,
+            stopReason: outcome.result.stopReason,
+            undeliveredMessages: outcome.undeliveredMessages,
+          });
           break;
         }
         case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED:
-          yield draft('close', { closedBy: 'terminated', reason: event.workflowExecutionTerminatedEventAttributes?.reason ?? '' });
+          yield draft('close', {
+            closedBy: 'terminated',
+            reason: event.workflowExecutionTerminatedEventAttributes?.reason ?? '',
+          });
           break;
         default:
           break;
@@ -128,7 +175,6 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
     temporalRunId = next;
   }
 }
-
 
 /** The seam-level records one completed activity stands for. */
 function activityRecords(type: string, input: unknown, result: unknown): { type: string; data: unknown }[] {
@@ -181,13 +227,19 @@ async function firstRunId(client: Client, runId: string): Promise<string> {
     const info = raw.workflowExecutionInfo;
     return info?.firstRunId || info?.execution?.runId || '';
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) throw new SubagentError(`no subagent run with id "${runId}"`, 'UNKNOWN_RUN', { cause: err });
+    if (err instanceof WorkflowNotFoundError)
+      throw new SubagentError(`no subagent run with id "${runId}"`, 'UNKNOWN_RUN', { cause: err });
     throw err;
   }
 }
 
 /** One Temporal run's events; with `follow`, waiting for new ones until the run closes. */
-async function* historyEvents(client: Client, workflowId: string, runId: string, follow: boolean): AsyncGenerator<HistoryEvent> {
+async function* historyEvents(
+  client: Client,
+  workflowId: string,
+  runId: string,
+  follow: boolean,
+): AsyncGenerator<HistoryEvent> {
   let nextPageToken: Uint8Array | undefined;
   for (;;) {
     const response = await client.workflowService.getWorkflowExecutionHistory({

@@ -18,7 +18,9 @@ export async function auditExport(flags: Flags, client: Client, id: string): Pro
 }
 
 export function auditVerify(flags: Flags, file: string): number {
-  const lines = readFileSync(file, 'utf8').split('\n').filter((line) => line.trim() !== '');
+  const lines = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '');
   let records: unknown[];
   try {
     records = lines.map((line) => JSON.parse(line) as unknown);
@@ -27,6 +29,12 @@ export function auditVerify(flags: Flags, file: string): number {
     return EXIT.tampered;
   }
   const verdict = verifyAudit(records);
-  out(flags, verdict.ok ? `${file}: ${verdict.records} records, chain intact` : `${file}: record ${verdict.seq}: ${verdict.reason}`, verdict);
+  out(
+    flags,
+    verdict.ok
+      ? `${file}: ${verdict.records} records, chain intact`
+      : `${file}: record ${verdict.seq}: ${verdict.reason}`,
+    verdict,
+  );
   return verdict.ok ? EXIT.ok : EXIT.tampered;
 }

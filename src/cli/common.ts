@@ -6,7 +6,15 @@ import { TemporalSubagentService } from '../client/service';
 import { BUILTIN_PROVIDERS, builtinProvider } from '../providers/from-env';
 import { SubagentError } from '../seam/errors';
 
-export const EXIT = { ok: 0, notCompleted: 1, usage: 2, unknownRun: 3, unreachable: 4, tampered: 5, failed: 6 } as const;
+export const EXIT = {
+  ok: 0,
+  notCompleted: 1,
+  usage: 2,
+  unknownRun: 3,
+  unreachable: 4,
+  tampered: 5,
+  failed: 6,
+} as const;
 
 /** A failure with the exit code it means; its message is printed as is. */
 export class CliError extends Error {
@@ -25,7 +33,8 @@ export interface Flags {
 }
 
 /** Prints the human line, or `data` as one JSON line with `--json`. */
-export const out = (flags: Flags, human: string, data: unknown) => console.log(flags.json ? JSON.stringify(data) : human);
+export const out = (flags: Flags, human: string, data: unknown) =>
+  console.log(flags.json ? JSON.stringify(data) : human);
 
 export function need(value: string | undefined, usage: string): string {
   if (!value) throw new CliError(`usage: subagents ${usage}`, EXIT.usage);

@@ -66,26 +66,39 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./server')).worker();
     case 'audit':
       if (rest[0] === 'verify') return auditVerify(flags, need(rest[1], 'audit verify <file>'));
-      if (rest[0] === 'export') return withClient(({ client }) => auditExport(flags, client, need(rest[1], 'audit export <id>')));
+      if (rest[0] === 'export')
+        return withClient(({ client }) => auditExport(flags, client, need(rest[1], 'audit export <id>')));
       throw new CliError('usage: subagents audit export <id> | audit verify <file>', EXIT.usage);
     case 'setup':
       return withClient(async ({ connection, namespace }) => {
         const added = await ensureSearchAttributes(connection, namespace);
-        out(flags, added.length ? `registered ${added.join(', ')} on ${namespace}` : `search attributes already registered on ${namespace}`, { added });
+        out(
+          flags,
+          added.length
+            ? `registered ${added.join(', ')} on ${namespace}`
+            : `search attributes already registered on ${namespace}`,
+          { added },
+        );
         return EXIT.ok;
       });
     case 'start':
-      return withClient(({ client }) => start(flags, client, need(rest[0], 'start <provider> <prompt>'), need(rest[1], 'start <provider> <prompt>')));
+      return withClient(({ client }) =>
+        start(flags, client, need(rest[0], 'start <provider> <prompt>'), need(rest[1], 'start <provider> <prompt>')),
+      );
     case 'list':
       return withClient(({ client }) => list(flags, client));
     case 'show':
       return withClient(({ client }) => show(flags, client, need(rest[0], 'show <id>')));
     case 'send':
-      return withClient(({ client }) => send(flags, client, need(rest[0], 'send <id> <message>'), need(rest[1], 'send <id> <message>')));
+      return withClient(({ client }) =>
+        send(flags, client, need(rest[0], 'send <id> <message>'), need(rest[1], 'send <id> <message>')),
+      );
     case 'cancel':
       return withClient(({ client }) => cancel(flags, client, need(rest[0], 'cancel <id>')));
     case 'resume':
-      return withClient(({ client }) => resume(flags, client, need(rest[0], 'resume <id> <message>'), need(rest[1], 'resume <id> <message>')));
+      return withClient(({ client }) =>
+        resume(flags, client, need(rest[0], 'resume <id> <message>'), need(rest[1], 'resume <id> <message>')),
+      );
     case 'logs':
       return withClient(({ client }) => logs(flags, client, need(rest[0], 'logs <id>')));
     default:
@@ -102,7 +115,9 @@ main(process.argv.slice(2)).then(
     }
     if (err instanceof SubagentError) {
       console.error(`${err.code}: ${err.message}`);
-      process.exit(err.code === 'UNKNOWN_RUN' ? EXIT.unknownRun : err.code === 'UNAVAILABLE' ? EXIT.unreachable : EXIT.failed);
+      process.exit(
+        err.code === 'UNKNOWN_RUN' ? EXIT.unknownRun : err.code === 'UNAVAILABLE' ? EXIT.unreachable : EXIT.failed,
+      );
     }
     console.error(err instanceof Error ? err.message : String(err));
     process.exit(EXIT.failed);

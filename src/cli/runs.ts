@@ -13,10 +13,15 @@ import { CliError, EXIT, Flags, describeOrUnknown, out, serviceFor } from './com
 
 export async function start(flags: Flags, client: Client, provider: string, prompt: string): Promise<number> {
   const service = serviceFor(client, provider);
-  const schema = flags.values.schema ? (JSON.parse(readFileSync(String(flags.values.schema), 'utf8')) as Record<string, unknown>) : undefined;
+  const schema = flags.values.schema
+    ? (JSON.parse(readFileSync(String(flags.values.schema), 'utf8')) as Record<string, unknown>)
+    : undefined;
   const maxDepth = flags.values['max-depth'] === undefined ? undefined : Number(flags.values['max-depth']);
   const cwd = resolve(String(flags.values.cwd ?? process.cwd()));
-  const agentOptions = flags.values['agent-options'] === undefined ? undefined : (JSON.parse(String(flags.values['agent-options'])) as Record<string, unknown>);
+  const agentOptions =
+    flags.values['agent-options'] === undefined
+      ? undefined
+      : (JSON.parse(String(flags.values['agent-options'])) as Record<string, unknown>);
   const run = service.start(provider, {
     prompt: textContent(prompt),
     ...(agentOptions ? { agentOptions } : {}),
@@ -35,11 +40,20 @@ export async function start(flags: Flags, client: Client, provider: string, prom
 }
 
 /** Shows progress on stderr while waiting (human mode), then the result; exit 1 unless completed. */
-async function waitAndPrint(flags: Flags, client: Client, runId: string, result: Promise<SubagentResult>): Promise<number> {
+async function waitAndPrint(
+  flags: Flags,
+  client: Client,
+  runId: string,
+  result: Promise<SubagentResult>,
+): Promise<number> {
   const progress = flags.json ? undefined : followProgress(client, runId);
   const settled = await result;
   await progress?.finish();
-  out(flags, `${settled.stopReason}: ${textOf(settled.output)}${settled.structured === undefined ? '' : `\n${JSON.stringify(settled.structured)}`}`, { id: runId, ...settled });
+  out(
+    flags,
+    `${settled.stopReason}: ${textOf(settled.output)}${settled.structured === undefined ? '' : `\n${JSON.stringify(settled.structured)}`}`,
+    { id: runId, ...settled },
+  );
   return settled.stopReason === 'completed' ? EXIT.ok : EXIT.notCompleted;
 }
 
@@ -93,7 +107,11 @@ export async function list(flags: Flags, client: Client): Promise<number> {
   }
   if (flags.json) console.log(JSON.stringify(rows));
   else if (rows.length === 0) console.log('no runs');
-  else for (const row of rows) console.log(`${row.id}  ${row.provider ?? '?'}  ${row.status}${row.stopReason ? ` (${row.stopReason})` : ''}  depth ${row.depth ?? '?'}  ${row.started}`);
+  else
+    for (const row of rows)
+      console.log(
+        `${row.id}  ${row.provider ?? '?'}  ${row.status}${row.stopReason ? ` (${row.stopReason})` : ''}  depth ${row.depth ?? '?'}  ${row.started}`,
+      );
   return EXIT.ok;
 }
 
@@ -124,7 +142,8 @@ export async function show(flags: Flags, client: Client, id: string): Promise<nu
           pendingMessages: status.pendingMessages,
           usage: status.usage,
           children: status.children,
-          resumableUntil: status.resumableUntil === undefined ? undefined : new Date(status.resumableUntil).toISOString(),
+          resumableUntil:
+            status.resumableUntil === undefined ? undefined : new Date(status.resumableUntil).toISOString(),
           lastResult: status.lastResult,
         }
       : {}),

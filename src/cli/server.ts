@@ -11,7 +11,10 @@ export async function dev(flags: Flags): Promise<number> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const port = Number(flags.values.port ?? 7233);
   const uiPort = flags.values['ui-port'] === undefined ? undefined : Number(flags.values['ui-port']);
-  const temporal = await connectTemporal({ embedded: true, devServer: { port, ...(uiPort === undefined ? {} : { uiPort }) } });
+  const temporal = await connectTemporal({
+    embedded: true,
+    devServer: { port, ...(uiPort === undefined ? {} : { uiPort }) },
+  });
   const server = temporal.devServer!;
   const subagentWorker = await createSubagentWorker({
     connection: temporal.connection,

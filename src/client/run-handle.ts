@@ -138,7 +138,7 @@ export class RunHandle {
    */
   private async awaitOutcome(): Promise<SegmentOutcome> {
     let unreachableSince: number | undefined;
-    for (let backoff = 100; ; ) {
+    for (let backoff = 100; ;) {
       let reply: SegmentResultReply;
       try {
         reply = await this.handle.executeUpdate(segmentResultUpdate, { args: [{ segment: this.segment }] });
@@ -264,7 +264,9 @@ export class RunHandle {
         } catch (err) {
           // NotFound also means closed (its window passed since this handle looked): not resumable.
           if (err instanceof WorkflowNotFoundError && (await workflowExists(this.handle))) {
-            throw new SubagentError(`cannot resume run ${this.init.runId}: it is closed`, 'NOT_RESUMABLE', { cause: err });
+            throw new SubagentError(`cannot resume run ${this.init.runId}: it is closed`, 'NOT_RESUMABLE', {
+              cause: err,
+            });
           }
           throw err;
         }

@@ -22,7 +22,10 @@ export const NON_RETRYABLE_TURN_ERRORS = ['NO_PROVIDER', 'PAYLOAD_TOO_LARGE', 'I
  * Later layers win; `maxPayloadBytes` is the service's. Throws `SubagentError('INVALID_CONFIG')`
  * for a value that cannot work.
  */
-export function resolveRunSettings(maxPayloadBytes: number, ...layers: (SubagentRunSettings | undefined)[]): ResolvedRunSettings {
+export function resolveRunSettings(
+  maxPayloadBytes: number,
+  ...layers: (SubagentRunSettings | undefined)[]
+): ResolvedRunSettings {
   const merged: SubagentRunSettings = { ...DEFAULT_RUN_SETTINGS, retry: { ...DEFAULT_RUN_SETTINGS.retry } };
   for (const layer of layers) {
     if (!layer) continue;
@@ -31,7 +34,8 @@ export function resolveRunSettings(maxPayloadBytes: number, ...layers: (Subagent
   const retry = merged.retry!;
   const backoffCoefficient = retry.backoffCoefficient!;
   const maximumAttempts = retry.maximumAttempts!;
-  if (!(backoffCoefficient >= 1)) invalidConfig(`retry.backoffCoefficient must be at least 1 (got ${backoffCoefficient})`);
+  if (!(backoffCoefficient >= 1))
+    invalidConfig(`retry.backoffCoefficient must be at least 1 (got ${backoffCoefficient})`);
   count(maximumAttempts, 'retry.maximumAttempts', 1);
   const structuredNudgeRetries = count(merged.structuredNudgeRetries!, 'structuredNudgeRetries', 0);
   const maxStepsPerTurn = count(merged.maxStepsPerTurn!, 'maxStepsPerTurn', 1);
@@ -53,7 +57,8 @@ export function resolveRunSettings(maxPayloadBytes: number, ...layers: (Subagent
 }
 
 function count(value: number, name: string, minimum: number): number {
-  if (!(Number.isSafeInteger(value) && value >= minimum)) invalidConfig(`${name} must be an integer of at least ${minimum} (got ${value})`);
+  if (!(Number.isSafeInteger(value) && value >= minimum))
+    invalidConfig(`${name} must be an integer of at least ${minimum} (got ${value})`);
   return value;
 }
 
@@ -64,7 +69,8 @@ function duration(value: SubagentDuration, name: string, minimum = 1): number {
   } catch (err) {
     invalidConfig(`${name} must be a duration such as 10000 or '10 seconds' (got ${JSON.stringify(value)})`, err);
   }
-  if (!(Number.isFinite(ms) && ms >= minimum)) invalidConfig(`${name} must be at least ${minimum} ms (got ${JSON.stringify(value)})`);
+  if (!(Number.isFinite(ms) && ms >= minimum))
+    invalidConfig(`${name} must be at least ${minimum} ms (got ${JSON.stringify(value)})`);
   return ms;
 }
 

@@ -9,7 +9,12 @@ import {
 } from '@temporalio/client';
 import type { SearchAttributePair } from '@temporalio/common';
 import { type ResolvedRunSettings, SUBAGENT_RUN_WORKFLOW, type SubagentRunInput } from '../../workflows/definitions';
-import { DEPTH_ATTRIBUTE, PARENT_RUN_ATTRIBUTE, PROVIDER_ATTRIBUTE, STATUS_ATTRIBUTE } from '../../workflows/search-attributes';
+import {
+  DEPTH_ATTRIBUTE,
+  PARENT_RUN_ATTRIBUTE,
+  PROVIDER_ATTRIBUTE,
+  STATUS_ATTRIBUTE,
+} from '../../workflows/search-attributes';
 import type { subagentRunWorkflow } from '../../workflows/subagent-run';
 import { DEFAULT_MAX_PAYLOAD_BYTES, RUN_ID_PREFIX, defaultTaskQueue } from '../seam/constants';
 import { SubagentError, causeChain } from '../seam/errors';
@@ -176,7 +181,9 @@ export class TemporalSubagentService {
       { key: PROVIDER_ATTRIBUTE, value: name },
       { key: DEPTH_ATTRIBUTE, value: input.request.depth },
       { key: STATUS_ATTRIBUTE, value: 'running' },
-      ...(input.request.parent.runId === undefined ? [] : [{ key: PARENT_RUN_ATTRIBUTE, value: input.request.parent.runId }]),
+      ...(input.request.parent.runId === undefined
+        ? []
+        : [{ key: PARENT_RUN_ATTRIBUTE, value: input.request.parent.runId }]),
     ];
     const indexed = (start: (extra: { typedSearchAttributes?: SearchAttributePair[] }) => Promise<unknown>) =>
       this.indexedStart(attributes, start);
@@ -199,7 +206,9 @@ export class TemporalSubagentService {
     // A worker on the client's own connection takes the first workflow task straight from the
     // start response (eager start), skipping a round trip through matching. The client itself
     // allows it only on a NativeConnection, which it marks so; this process need not load the worker.
-    const eager = (this.options.client.connection as InternalConnectionLike)[InternalConnectionLikeSymbol]?.supportsEagerStart === true;
+    const eager =
+      (this.options.client.connection as InternalConnectionLike)[InternalConnectionLikeSymbol]?.supportsEagerStart ===
+      true;
 
     async function startFresh(abortedAtStart: boolean): Promise<void> {
       await indexed((extra) =>
@@ -287,7 +296,10 @@ export class TemporalSubagentService {
    */
   attach(runId: string): SubagentRun {
     if (typeof runId !== 'string' || !runId.startsWith(RUN_ID_PREFIX)) {
-      throw new SubagentError(`"${runId}" is not a subagent run id (they start with "${RUN_ID_PREFIX}")`, 'UNKNOWN_RUN');
+      throw new SubagentError(
+        `"${runId}" is not a subagent run id (they start with "${RUN_ID_PREFIX}")`,
+        'UNKNOWN_RUN',
+      );
     }
     const provider = runId.slice(RUN_ID_PREFIX.length, runId.lastIndexOf(':'));
     const descriptor = this.providers.get(provider)?.descriptor;

@@ -66,7 +66,10 @@ const DESCRIPTION_PARAMETER = 'A short (3-5 word) description of the delegated t
 export function createSubagentTool(service: SubagentStarter, config: SubagentToolConfig): SubagentToolDefinition {
   const provider = service.getProvider(config.provider);
   if (!provider) {
-    throw new SubagentError(`no subagent provider registered for "${config.provider}"; register it before creating its tool`, 'NO_PROVIDER');
+    throw new SubagentError(
+      `no subagent provider registered for "${config.provider}"; register it before creating its tool`,
+      'NO_PROVIDER',
+    );
   }
   const wording = subagentToolWording(provider.inheritsParentContext, config.background ?? false);
   return {
@@ -98,8 +101,7 @@ export function createSubagentResultTool(
 ): SubagentToolDefinition {
   return {
     name: config.name ?? SUBAGENT_RESULT_TOOL_NAME,
-    description:
-      'Collect the final answer of a subagent started in the background. Waits until it has finished.',
+    description: 'Collect the final answer of a subagent started in the background. Waits until it has finished.',
     parameters: {
       type: 'object',
       properties: { run_id: { type: 'string', description: 'The run id the subagent tool returned.' } },
@@ -133,18 +135,23 @@ export function createSubagentResultTool(
 }
 
 /** The tool's wording, truthful about whether the child sees this conversation (seam §6). */
-export function subagentToolWording(inheritsParentContext: boolean, background = false): { description: string; prompt: string } {
+export function subagentToolWording(
+  inheritsParentContext: boolean,
+  background = false,
+): { description: string; prompt: string } {
   const answer = background
     ? 'The call returns a run id at once; collect the final answer later with subagent_result.'
     : 'You receive only its final answer.';
   return inheritsParentContext
     ? {
         description: `Delegate a task to a subagent that INHERITS this conversation: a child agent seeded with all completed turns so far (it does not see the current in-flight turn). ${answer}`,
-        prompt: "The task for the subagent. It already sees this conversation's completed turns, so build on them freely and state only what is new.",
+        prompt:
+          "The task for the subagent. It already sees this conversation's completed turns, so build on them freely and state only what is new.",
       }
     : {
         description: `Delegate a self-contained task to a subagent (a separate agent that works in its own context). ${answer} Give it a complete, standalone prompt: it does not see this conversation.`,
-        prompt: "The task for the subagent. It does not share this conversation's context, so include everything it needs.",
+        prompt:
+          "The task for the subagent. It does not share this conversation's context, so include everything it needs.",
       };
 }
 
@@ -204,7 +211,9 @@ export async function delegate(
     } catch (err) {
       return toolError((err as Error).message);
     }
-    return toolResult(`Started subagent run ${run.id}. Call subagent_result with run_id "${run.id}" to collect its answer.`);
+    return toolResult(
+      `Started subagent run ${run.id}. Call subagent_result with run_id "${run.id}" to collect its answer.`,
+    );
   }
   // An already-aborted signal cancels at once: a listener would never fire.
   const onAbort = () => run.cancel('parent step aborted');

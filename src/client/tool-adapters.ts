@@ -8,7 +8,11 @@ import type { SubagentToolCallContext, SubagentToolDefinition } from './subagent
 export function toOpenAITool(tool: SubagentToolDefinition) {
   return {
     type: 'function' as const,
-    function: { name: tool.name, description: tool.description, parameters: tool.parameters as unknown as Record<string, unknown> },
+    function: {
+      name: tool.name,
+      description: tool.description,
+      parameters: tool.parameters as unknown as Record<string, unknown>,
+    },
   };
 }
 
@@ -41,7 +45,10 @@ export function toAiSdkTool(tool: SubagentToolDefinition, context: Omit<Subagent
     description: tool.description,
     inputSchema: ai.jsonSchema<{ description: string; prompt: string }>(tool.parameters as never),
     execute: async (args: unknown, options: { abortSignal?: AbortSignal }) => {
-      const outcome = await tool.execute(args, { ...context, ...(options.abortSignal ? { signal: options.abortSignal } : {}) });
+      const outcome = await tool.execute(args, {
+        ...context,
+        ...(options.abortSignal ? { signal: options.abortSignal } : {}),
+      });
       if (outcome.isError) throw new Error(toolResultText(outcome).replace(/^Error: /, ''));
       return toolResultText(outcome);
     },
@@ -50,8 +57,14 @@ export function toAiSdkTool(tool: SubagentToolDefinition, context: Omit<Subagent
 
 function loadAiSdk(): typeof import('ai') {
   try {
+    // Loaded on first use: `ai` is an optional peer dependency, absent unless the caller uses it.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
     return require('ai') as typeof import('ai');
   } catch (err) {
-    throw new SubagentError('the Vercel AI SDK adapter needs the `ai` package (version 5 or 6) installed', 'INVALID_CONFIG', { cause: err });
+    throw new SubagentError(
+      'the Vercel AI SDK adapter needs the `ai` package (version 5 or 6) installed',
+      'INVALID_CONFIG',
+      { cause: err },
+    );
   }
 }

@@ -4,7 +4,12 @@ import { payloadLimitViolation } from '../seam/constants';
 import type { ContentBlock, JsonObject } from '../seam/content';
 import { SubagentDepthError, SubagentError } from '../seam/errors';
 import { describeValue, isPlainObject, jsonCopy, jsonViolation, omitUndefined } from '../seam/json';
-import type { ResolvedSubagentRequest, SubagentParentRef, SubagentStartRequest, TranscriptEntry } from '../seam/request';
+import type {
+  ResolvedSubagentRequest,
+  SubagentParentRef,
+  SubagentStartRequest,
+  TranscriptEntry,
+} from '../seam/request';
 import { snapshotOutputSchema } from '../structured/schema';
 
 export interface ResolveOptions {
@@ -19,7 +24,10 @@ export interface ResolveOptions {
  * computed, the schema snapshotted, a fork's seed cut from the parent's log. Throws
  * `INVALID_REQUEST`, `UNKNOWN_TOOL`, `SubagentDepthError` or `OutputSchemaError`, in that order.
  */
-export function resolveStartRequest(request: SubagentStartRequest, options: ResolveOptions = {}): ResolvedSubagentRequest {
+export function resolveStartRequest(
+  request: SubagentStartRequest,
+  options: ResolveOptions = {},
+): ResolvedSubagentRequest {
   if (!isPlainObject(request)) invalid('the start request must be an object');
   const prompt = contentBlocks(request.prompt, 'request.prompt');
   const parent = parentRef(request.parent);
@@ -32,7 +40,9 @@ export function resolveStartRequest(request: SubagentStartRequest, options: Reso
   const toolFilter = request.toolFilter === undefined ? undefined : toolFilterOf(request.toolFilter);
   const seed = options.seedFromParent ? seedOf(request.parent) : undefined;
   if (toolFilter && options.toolNames) {
-    const unknown = [...(toolFilter.allow ?? []), ...(toolFilter.deny ?? [])].filter((name) => !options.toolNames!.includes(name));
+    const unknown = [...(toolFilter.allow ?? []), ...(toolFilter.deny ?? [])].filter(
+      (name) => !options.toolNames!.includes(name),
+    );
     if (unknown.length > 0) {
       throw new SubagentError(
         `request.toolFilter names ${unknown.map((name) => `"${name}"`).join(', ')}, which the provider does not have (its tools: ${options.toolNames.join(', ') || 'none'})`,
@@ -44,7 +54,10 @@ export function resolveStartRequest(request: SubagentStartRequest, options: Reso
   const depth = parent.depth + 1;
   if (maxDepth !== undefined && depth > maxDepth) throw new SubagentDepthError(depth, maxDepth);
   // Snapshotted: a later change to the caller's object changes neither what the child sees nor validation.
-  const outputSchema = request.outputSchema === undefined ? undefined : (snapshotOutputSchema(request.outputSchema) as unknown as JsonObject);
+  const outputSchema =
+    request.outputSchema === undefined
+      ? undefined
+      : (snapshotOutputSchema(request.outputSchema) as unknown as JsonObject);
 
   return omitUndefined({ prompt, parent, seed, depth, agentOptions, outputSchema, maxDepth, toolFilter });
 }
@@ -63,7 +76,8 @@ export function assertPayloadWithin(value: unknown, limit: number, what: string)
 }
 
 function checkBlock(block: unknown, path: string): void {
-  if (!isPlainObject(block) || typeof block.type !== 'string') invalid(`${path} must be a content block object with a string "type"`);
+  if (!isPlainObject(block) || typeof block.type !== 'string')
+    invalid(`${path} must be a content block object with a string "type"`);
   const strings: Record<string, string[]> = {
     text: ['text'],
     reasoning: ['text'],
@@ -125,16 +139,27 @@ export function seedOf(parent: SubagentStartRequest['parent']): ResolvedSubagent
   const entries: TranscriptEntry[] = [];
   prefix.forEach((event, index) => {
     const path = `request.parent.session.events[${index}]`;
-    if (!isPlainObject(event) || typeof event.type !== 'string') invalid(`${path} must be a session event with a string "type"`);
+    if (!isPlainObject(event) || typeof event.type !== 'string')
+      invalid(`${path} must be a session event with a string "type"`);
     const data = isPlainObject(event.data) ? event.data : {};
-    if (event.type === 'user/message') entries.push({ kind: 'user', content: contentBlocks(data.content, `${path}.data.content`) });
+    if (event.type === 'user/message')
+      entries.push({ kind: 'user', content: contentBlocks(data.content, `${path}.data.content`) });
     else if (event.type === 'assistant/message') {
-      const content = Array.isArray(data.content) && data.content.length === 0 ? [] : contentBlocks(data.content, `${path}.data.content`);
+      const content =
+        Array.isArray(data.content) && data.content.length === 0
+          ? []
+          : contentBlocks(data.content, `${path}.data.content`);
       entries.push({ kind: 'assistant', id: `seed-${index}`, content, stopReason: 'completed' });
     } else if (event.type === 'tool/result') {
       if (typeof data.callId !== 'string') invalid(`${path}.data.callId must be a string`);
-      const content = Array.isArray(data.content) && data.content.length === 0 ? [] : contentBlocks(data.content, `${path}.data.content`);
-      entries.push({ kind: 'tool', results: [{ type: 'tool-result', toolCallId: data.callId, content, isError: data.isError === true }] });
+      const content =
+        Array.isArray(data.content) && data.content.length === 0
+          ? []
+          : contentBlocks(data.content, `${path}.data.content`);
+      entries.push({
+        kind: 'tool',
+        results: [{ type: 'tool-result', toolCallId: data.callId, content, isError: data.isError === true }],
+      });
     }
   });
   return { entries, events: prefix.length };

@@ -66,10 +66,16 @@ export function createAcpProvider(options: AcpProviderOptions): SubagentTurnProv
   };
 }
 
-async function acpTurn(options: AcpProviderOptions, input: ContentBlock[][], ctx: SubagentTurnContext): Promise<SubagentTurnResult> {
+async function acpTurn(
+  options: AcpProviderOptions,
+  input: ContentBlock[][],
+  ctx: SubagentTurnContext,
+): Promise<SubagentTurnResult> {
   const cwd = ctx.request.parent.cwd ?? options.cwd;
   if (!cwd || !isAbsolute(cwd)) {
-    return failed(`the acp provider needs an absolute working directory (the parent's session cwd or the provider's cwd); got ${cwd ?? 'none'}`);
+    return failed(
+      `the acp provider needs an absolute working directory (the parent's session cwd or the provider's cwd); got ${cwd ?? 'none'}`,
+    );
   }
   // A retried turn (its worker died) and a resumed segment continue the session they had.
   const previous = ((ctx.lastHeartbeat ?? ctx.providerState) as AcpSessionState | undefined)?.sessionId;
@@ -114,7 +120,8 @@ async function acpTurn(options: AcpProviderOptions, input: ContentBlock[][], ctx
       if (more.length === 0) break;
       prompt = more;
     }
-    const unknownStop = stopReason === 'error' ? `the ACP agent ended its turn with stopReason "${agent.lastStopReason}"` : undefined;
+    const unknownStop =
+      stopReason === 'error' ? `the ACP agent ended its turn with stopReason "${agent.lastStopReason}"` : undefined;
     return {
       output: output ? [{ type: 'text', text: output }] : [],
       stopReason,
@@ -181,7 +188,8 @@ class AgentProcess {
       transform: (chunk: Buffer, _encoding, done) => {
         for (const line of chunk.toString('utf8').split('\n')) {
           const trimmed = line.trim();
-          if (trimmed && !trimmed.startsWith('{') && this.badLines.length < 3) this.badLines.push(trimmed.slice(0, 200));
+          if (trimmed && !trimmed.startsWith('{') && this.badLines.length < 3)
+            this.badLines.push(trimmed.slice(0, 200));
         }
         done(null, chunk);
       },
@@ -190,7 +198,8 @@ class AgentProcess {
       .client({ name: 'durable-subagents' })
       .onNotification(acp.methods.client.session.update, ({ params }) => {
         const { update } = params;
-        if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text') this.chunks.push(update.content.text);
+        if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text')
+          this.chunks.push(update.content.text);
       })
       .onRequest(acp.methods.client.session.requestPermission, ({ params }) => this.decide(params))
       .onRequest(acp.methods.client.fs.readTextFile, async ({ params }) => {
@@ -209,7 +218,10 @@ class AgentProcess {
       });
     const stdout = child.stdout.pipe(tap);
     this.connection = app.connect(
-      acp.ndJsonStream(Writable.toWeb(child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(stdout) as ReadableStream<Uint8Array>),
+      acp.ndJsonStream(
+        Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
+        Readable.toWeb(stdout) as ReadableStream<Uint8Array>,
+      ),
     );
     void spawnFailed.catch((err: Error) => this.connection.close(err));
   }
@@ -221,7 +233,9 @@ class AgentProcess {
   /** One prompt: its text chunks and its stop reason. */
   async prompt(sessionId: string, messages: ContentBlock[][]): Promise<{ stopReason: string; text: string }> {
     this.chunks = [];
-    const blocks = messages.flat().flatMap((block) => (block.type === 'text' ? [{ type: 'text' as const, text: block.text }] : []));
+    const blocks = messages
+      .flat()
+      .flatMap((block) => (block.type === 'text' ? [{ type: 'text' as const, text: block.text }] : []));
     const response = (await this.request('session/prompt', { sessionId, prompt: blocks })) as Acp.PromptResponse;
     this.lastStopReason = response.stopReason;
     return { stopReason: response.stopReason, text: this.chunks.join('') };
@@ -242,7 +256,8 @@ class AgentProcess {
 
   /** session/cancel, then the process is stopped if it has not finished the turn by then. */
   cancel(): void {
-    if (this.sessionId) void this.connection.agent.notify('session/cancel', { sessionId: this.sessionId }).catch(() => undefined);
+    if (this.sessionId)
+      void this.connection.agent.notify('session/cancel', { sessionId: this.sessionId }).catch(() => undefined);
     setTimeout(() => void this.stop(), this.options.killGraceMs ?? 2000).unref();
   }
 
@@ -263,7 +278,10 @@ class AgentProcess {
 
   /** A sentence on how the process ended, if it did within `ms`. */
   async exited(ms: number): Promise<string> {
-    const ended = await Promise.race([this.exit, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), ms))]);
+    const ended = await Promise.race([
+      this.exit,
+      new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), ms)),
+    ]);
     if (!ended) return '';
     return ended.signal ? ` (the agent was killed by ${ended.signal})` : ` (the agent exited with code ${ended.code})`;
   }
@@ -274,12 +292,17 @@ class AgentProcess {
   }
 
   malformedOutput(): string | undefined {
-    return this.badLines.length > 0 ? `the ACP agent wrote output that is not JSON-RPC, ignored: ${this.badLines.map((line) => JSON.stringify(line)).join(', ')}` : undefined;
+    return this.badLines.length > 0
+      ? `the ACP agent wrote output that is not JSON-RPC, ignored: ${this.badLines.map((line) => JSON.stringify(line)).join(', ')}`
+      : undefined;
   }
 
   private async exitedWithin(ms: number): Promise<boolean> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return true;
-    return Promise.race([this.exit.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms))]);
+    return Promise.race([
+      this.exit.then(() => true),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms)),
+    ]);
   }
 
   /** A path the agent named, as a real path inside the run's cwd; anything else is refused. */
@@ -300,7 +323,9 @@ class AgentProcess {
       decision: allowed && option ? 'allowed' : 'rejected',
       ...(option ? { optionId: option.optionId } : {}),
     });
-    return option ? { outcome: { outcome: 'selected', optionId: option.optionId } } : { outcome: { outcome: 'cancelled' } };
+    return option
+      ? { outcome: { outcome: 'selected', optionId: option.optionId } }
+      : { outcome: { outcome: 'cancelled' } };
   }
 }
 

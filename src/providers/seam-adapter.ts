@@ -10,7 +10,10 @@ export interface HostSeamProviderOptions {
   runSettings?: SubagentRunSettings;
 }
 
-export function hostSeamProvider(provider: SubagentProvider, options: HostSeamProviderOptions = {}): SubagentTurnProvider {
+export function hostSeamProvider(
+  provider: SubagentProvider,
+  options: HostSeamProviderOptions = {},
+): SubagentTurnProvider {
   return {
     name: provider.name,
     capabilities: provider.capabilities,
@@ -56,7 +59,9 @@ function parentAgent(parent: SubagentParentRef): SubagentParent {
   return {
     id: parent.agentId,
     options: { ...(parent.model === undefined ? {} : { model: parent.model }), subagentDepth: parent.depth },
-    session: { header: { id: parent.sessionId ?? parent.agentId, ...(parent.cwd === undefined ? {} : { cwd: parent.cwd }) } },
+    session: {
+      header: { id: parent.sessionId ?? parent.agentId, ...(parent.cwd === undefined ? {} : { cwd: parent.cwd }) },
+    },
     ...(parent.runId === undefined ? {} : { runId: parent.runId }),
   };
 }

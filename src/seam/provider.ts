@@ -2,7 +2,12 @@
 // the seam's in-process provider, and what a worker hosts so durable runs can use it: a provider
 // that runs its child one turn at a time, or an LLM child whose loop the run workflow drives.
 import type { ContentBlock, JsonValue } from './content';
-import type { ResolvedSubagentRequest, SubagentNestedStartRequest, SubagentStartRequest, TranscriptEntry } from './request';
+import type {
+  ResolvedSubagentRequest,
+  SubagentNestedStartRequest,
+  SubagentStartRequest,
+  TranscriptEntry,
+} from './request';
 import type { SubagentTurnResult } from './result';
 import type { SubagentRun } from './run';
 import type { StructuredOutputRuntime } from './structured';

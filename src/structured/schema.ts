@@ -3,9 +3,22 @@
 // Hand-written walkers, not ajv: ajv cannot give one message per failing node in this walk order.
 import { OutputSchemaError } from '../seam/errors';
 import { isPlainObject, jsonCopy, jsonViolation } from '../seam/json';
-import type { StructuredOutputSchema, StructuredScalar, StructuredSchemaNode, StructuredSchemaType } from '../seam/structured';
+import type {
+  StructuredOutputSchema,
+  StructuredScalar,
+  StructuredSchemaNode,
+  StructuredSchemaType,
+} from '../seam/structured';
 
-const SCHEMA_TYPES: readonly StructuredSchemaType[] = ['object', 'array', 'string', 'number', 'integer', 'boolean', 'null'];
+const SCHEMA_TYPES: readonly StructuredSchemaType[] = [
+  'object',
+  'array',
+  'string',
+  'number',
+  'integer',
+  'boolean',
+  'null',
+];
 const SCALAR_TYPES: readonly StructuredSchemaType[] = ['string', 'number', 'integer', 'boolean', 'null'];
 const CONSTRAINT_KEYWORDS = ['type', 'properties', 'required', 'additionalProperties', 'items', 'enum', 'const'];
 const ANNOTATION_KEYWORDS = ['description', 'title', 'default', 'examples'];
@@ -93,7 +106,8 @@ function checkKeys(node: PlainObject, path: string, violations: string[]): void 
   for (const key of Object.keys(node)) {
     if (CONSTRAINT_KEYWORDS.includes(key)) continue;
     if (ANNOTATION_KEYWORDS.includes(key)) {
-      if (jsonViolation(node[key], '', { undefinedProperties: 'refuse' }) !== undefined) violations.push(`${path}.${key} annotation must be JSON data`);
+      if (jsonViolation(node[key], '', { undefinedProperties: 'refuse' }) !== undefined)
+        violations.push(`${path}.${key} annotation must be JSON data`);
       continue;
     }
     violations.push(`${path}.${key} is not a supported keyword (${KEYWORD_SUBSET})`);
@@ -125,7 +139,8 @@ function checkObjectNode(node: PlainObject, path: string, stack: Set<object>, vi
       violations.push(`${path}.required must be an array of strings`);
     } else {
       for (const name of required as string[]) {
-        if (!Object.hasOwn(declared, name)) violations.push(`${path}.required names "${name}" which is not in properties`);
+        if (!Object.hasOwn(declared, name))
+          violations.push(`${path}.required names "${name}" which is not in properties`);
       }
     }
   }
@@ -229,7 +244,9 @@ function checkScalarValue(
 }
 
 function assertNever(type: never): never {
-  throw new Error(`unsupported schema type ${JSON.stringify(type)} (the schema did not pass assertSupportedOutputSchema)`);
+  throw new Error(
+    `unsupported schema type ${JSON.stringify(type)} (the schema did not pass assertSupportedOutputSchema)`,
+  );
 }
 
 function isSchemaType(value: unknown): value is StructuredSchemaType {

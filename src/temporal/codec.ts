@@ -50,15 +50,20 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   constructor(options: { keys: EncryptionKey[]; currentKeyId: string }) {
     const keys = new Map<string, Buffer>();
     for (const { id, key } of options.keys ?? []) {
-      if (typeof id !== 'string' || id.length === 0) throw new SubagentError('an encryption key id must be a non-empty string', 'INVALID_CONFIG');
+      if (typeof id !== 'string' || id.length === 0)
+        throw new SubagentError('an encryption key id must be a non-empty string', 'INVALID_CONFIG');
       if (keys.has(id)) throw new SubagentError(`two encryption keys have the id "${id}"`, 'INVALID_CONFIG');
       if (!Buffer.isBuffer(key) || key.length !== KEY_BYTES) {
         const size = Buffer.isBuffer(key) ? `${key.length} bytes` : 'not a Buffer';
-        throw new SubagentError(`encryption key "${id}" is ${size}; AES-256 needs ${KEY_BYTES} bytes`, 'INVALID_CONFIG');
+        throw new SubagentError(
+          `encryption key "${id}" is ${size}; AES-256 needs ${KEY_BYTES} bytes`,
+          'INVALID_CONFIG',
+        );
       }
       keys.set(id, Buffer.from(key));
     }
-    if (keys.size === 0) throw new SubagentError('the payload codec needs at least one encryption key', 'INVALID_CONFIG');
+    if (keys.size === 0)
+      throw new SubagentError('the payload codec needs at least one encryption key', 'INVALID_CONFIG');
     const current = keys.get(options.currentKeyId);
     if (!current) {
       throw new SubagentError(
@@ -115,7 +120,9 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     }
     const data = payload.data ?? new Uint8Array(0);
     if (data.byteLength < IV_BYTES + TAG_BYTES) {
-      throw new Error(`an encrypted payload under key "${keyId}" is ${data.byteLength} bytes, too short to hold an IV and auth tag`);
+      throw new Error(
+        `an encrypted payload under key "${keyId}" is ${data.byteLength} bytes, too short to hold an IV and auth tag`,
+      );
     }
     const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
     const iv = bytes.subarray(0, IV_BYTES);
@@ -128,9 +135,12 @@ export class AesGcmPayloadCodec implements PayloadCodec {
       decipher.setAuthTag(tag);
       plaintext = Buffer.concat([decipher.update(ciphertext), decipher.final()]);
     } catch (err) {
-      throw new Error(`an encrypted payload under key "${keyId}" failed authentication: it was altered or sealed with another key`, {
-        cause: err,
-      });
+      throw new Error(
+        `an encrypted payload under key "${keyId}" failed authentication: it was altered or sealed with another key`,
+        {
+          cause: err,
+        },
+      );
     }
     return temporal.api.common.v1.Payload.decode(plaintext);
   }
@@ -156,10 +166,15 @@ export function codecFromEnv(env: NodeJS.ProcessEnv = process.env): AesGcmPayloa
     const id = entry.slice(0, colon).trim();
     const encoded = entry.slice(colon + 1).trim();
     if (!ENV_KEY_ID.test(id)) {
-      throw new SubagentError(`${where} has an invalid key id (letters, digits, ".", "_", "-"; 1 to 64 characters)`, 'INVALID_CONFIG');
+      throw new SubagentError(
+        `${where} has an invalid key id (letters, digits, ".", "_", "-"; 1 to 64 characters)`,
+        'INVALID_CONFIG',
+      );
     }
-    if (keys.some((key) => key.id === id)) throw new SubagentError(`SUBAGENT_ENCRYPTION_KEYS lists the key id "${id}" twice`, 'INVALID_CONFIG');
-    if (!encoded || !BASE64.test(encoded)) throw new SubagentError(`key "${id}" in SUBAGENT_ENCRYPTION_KEYS is not valid base64`, 'INVALID_CONFIG');
+    if (keys.some((key) => key.id === id))
+      throw new SubagentError(`SUBAGENT_ENCRYPTION_KEYS lists the key id "${id}" twice`, 'INVALID_CONFIG');
+    if (!encoded || !BASE64.test(encoded))
+      throw new SubagentError(`key "${id}" in SUBAGENT_ENCRYPTION_KEYS is not valid base64`, 'INVALID_CONFIG');
     const key = Buffer.from(encoded, 'base64');
     if (key.length !== KEY_BYTES) {
       throw new SubagentError(

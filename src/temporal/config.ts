@@ -31,9 +31,13 @@ export function temporalSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): T
   try {
     profile = loadClientConfigProfile(env === process.env ? {} : { overrideEnvVars: env as Record<string, string> });
   } catch (err) {
-    throw new SubagentError(`the Temporal client configuration cannot be read: ${(err as Error).message}`, 'INVALID_CONFIG', {
-      cause: err,
-    });
+    throw new SubagentError(
+      `the Temporal client configuration cannot be read: ${(err as Error).message}`,
+      'INVALID_CONFIG',
+      {
+        cause: err,
+      },
+    );
   }
   if (Boolean(profile.tls?.clientCert) !== Boolean(profile.tls?.clientKey)) {
     throw new SubagentError(

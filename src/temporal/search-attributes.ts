@@ -17,7 +17,10 @@ export async function ensureSearchAttributes(connection: ConnectionLike, namespa
   await connection.operatorService.addSearchAttributes({
     namespace,
     searchAttributes: Object.fromEntries(
-      missing.map(([name, type]) => [name, type === 'Int' ? IndexedValueType.INDEXED_VALUE_TYPE_INT : IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD]),
+      missing.map(([name, type]) => [
+        name,
+        type === 'Int' ? IndexedValueType.INDEXED_VALUE_TYPE_INT : IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+      ]),
     ),
   });
   return missing.map(([name]) => name);

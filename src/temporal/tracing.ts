@@ -21,7 +21,8 @@ export interface SubagentTracing {
 }
 
 /** The workflow-side interceptors, to bundle into the workflow code (`bundleSubagentWorkflows({ tracing: true })`). */
-export const TRACING_WORKFLOW_MODULE = require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
+export const TRACING_WORKFLOW_MODULE =
+  require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
 
 /** Worker options that trace activities and export workflow spans, both to `tracing.spanProcessor`. */
 export function tracingWorkerOptions(tracing: SubagentTracing): Pick<WorkerOptions, 'interceptors' | 'sinks'> {
@@ -29,7 +30,12 @@ export function tracingWorkerOptions(tracing: SubagentTracing): Pick<WorkerOptio
   const tracer = tracerOf(tracing, resource);
   return {
     interceptors: {
-      activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx, { tracer }), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) })],
+      activity: [
+        (ctx) => ({
+          inbound: new OpenTelemetryActivityInboundInterceptor(ctx, { tracer }),
+          outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
+        }),
+      ],
     },
     sinks: { exporter: makeWorkflowExporter(tracing.spanProcessor, resource) },
   };

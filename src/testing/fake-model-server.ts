@@ -82,7 +82,11 @@ function previewContext(model: string | undefined): RenderContext {
   return { model: model ?? DEFAULT_MODEL, completionId: 'chatcmpl-fake-0', nextCallId: () => `call_${++calls}` };
 }
 
-function completionReply(render: (ctx: RenderContext) => unknown, delayMs: number | undefined, model?: string): FakeReply {
+function completionReply(
+  render: (ctx: RenderContext) => unknown,
+  delayMs: number | undefined,
+  model?: string,
+): FakeReply {
   const reply: FakeReply & Renderable = { kind: 'json', body: render(previewContext(model)) };
   if (delayMs !== undefined) reply.delayMs = delayMs;
   reply[RENDER] = (ctx) => render(model === undefined ? ctx : { ...ctx, model });
@@ -91,11 +95,21 @@ function completionReply(render: (ctx: RenderContext) => unknown, delayMs: numbe
 
 export function textReply(
   text: string,
-  options: { finishReason?: 'stop' | 'length' | 'content_filter'; usage?: Usage; delayMs?: number; model?: string } = {},
+  options: {
+    finishReason?: 'stop' | 'length' | 'content_filter';
+    usage?: Usage;
+    delayMs?: number;
+    model?: string;
+  } = {},
 ): FakeReply {
   return completionReply(
     (ctx) =>
-      chatCompletion(ctx, { role: 'assistant', content: text, refusal: null }, options.finishReason ?? 'stop', options.usage),
+      chatCompletion(
+        ctx,
+        { role: 'assistant', content: text, refusal: null },
+        options.finishReason ?? 'stop',
+        options.usage,
+      ),
     options.delayMs,
     options.model,
   );
@@ -136,7 +150,10 @@ export function toolCallReply(
 }
 
 export function refusalReply(refusal: string): FakeReply {
-  return completionReply((ctx) => chatCompletion(ctx, { role: 'assistant', content: null, refusal }, 'stop'), undefined);
+  return completionReply(
+    (ctx) => chatCompletion(ctx, { role: 'assistant', content: null, refusal }, 'stop'),
+    undefined,
+  );
 }
 
 export function errorReply(
@@ -145,7 +162,11 @@ export function errorReply(
   options: { headers?: Record<string, string>; type?: string; code?: string } = {},
 ): FakeReply {
   const type = options.type ?? (status >= 500 ? 'server_error' : 'invalid_request_error');
-  const reply: FakeReply = { kind: 'json', status, body: { error: { message, type, param: null, code: options.code ?? null } } };
+  const reply: FakeReply = {
+    kind: 'json',
+    status,
+    body: { error: { message, type, param: null, code: options.code ?? null } },
+  };
   if (options.headers) reply.headers = { ...options.headers };
   return reply;
 }
@@ -229,7 +250,11 @@ export async function startFakeOpenAI(options: { handler?: FakeHandler } = {}): 
         return await handler(request);
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
-        return { kind: 'json', status: 500, body: errorBody(`fake-openai: handler threw: ${message}`, 'server_error', 'handler_error') };
+        return {
+          kind: 'json',
+          status: 500,
+          body: errorBody(`fake-openai: handler threw: ${message}`, 'server_error', 'handler_error'),
+        };
       }
     }
     return {
@@ -298,7 +323,11 @@ export async function startFakeOpenAI(options: { handler?: FakeHandler } = {}): 
       return;
     }
     if (!parsed.ok) {
-      sendJson(res, 400, errorBody('fake-openai: request body is not valid JSON', 'invalid_request_error', 'invalid_json'));
+      sendJson(
+        res,
+        400,
+        errorBody('fake-openai: request body is not valid JSON', 'invalid_request_error', 'invalid_json'),
+      );
       return;
     }
 
@@ -367,7 +396,8 @@ export async function startFakeOpenAI(options: { handler?: FakeHandler } = {}): 
     },
     close() {
       closing ??= new Promise<void>((resolve) => {
-        for (const waiter of waiters) waiter.reject(new Error(`fake-openai: closed with ${requests.length}/${waiter.count} requests`));
+        for (const waiter of waiters)
+          waiter.reject(new Error(`fake-openai: closed with ${requests.length}/${waiter.count} requests`));
         waiters.clear();
         for (const socket of sockets) socket.destroy();
         server.close(() => resolve());

@@ -23,5 +23,11 @@ export {
   type ScriptedTurn,
   type ScriptedTurnEvent,
   createScriptedProvider,
-} from './scripted';
-export { type DevServer, type DevServerOptions, freePort, resolveTemporalBinary, startDevServer } from '../temporal/dev-server';
+} from '../providers/scripted';
+export {
+  type DevServer,
+  type DevServerOptions,
+  freePort,
+  resolveTemporalBinary,
+  startDevServer,
+} from '../temporal/dev-server';

@@ -10,7 +10,7 @@ import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { createAcpProvider } from '../providers/acp';
 import { createSpawnProvider } from '../providers/llm';
 import { createSubagentWorker } from '../worker/worker';
-import { createScriptedProvider } from './scripted';
+import { createScriptedProvider } from '../providers/scripted';
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
@@ -25,20 +25,28 @@ async function main(): Promise<void> {
             name: PROVIDER_NAME!,
             command: command!,
             args,
-            env: { ACP_AGENT_SCRIPT: process.env.ACP_AGENT_SCRIPT ?? '{}', ACP_AGENT_LOG: process.env.ACP_AGENT_LOG ?? '' },
+            env: {
+              ACP_AGENT_SCRIPT: process.env.ACP_AGENT_SCRIPT ?? '{}',
+              ACP_AGENT_LOG: process.env.ACP_AGENT_LOG ?? '',
+            },
             killGraceMs: 500,
           })
         : createScriptedProvider({
-          name: PROVIDER_NAME!,
-          observer: (event) =>
-            appendFileSync(EVENTS_FILE!, `${JSON.stringify({ ...event, pid: process.pid, host: process.env.HOST_NAME })}\n`),
-        });
+            name: PROVIDER_NAME!,
+            observer: (event) =>
+              appendFileSync(
+                EVENTS_FILE!,
+                `${JSON.stringify({ ...event, pid: process.pid, host: process.env.HOST_NAME })}\n`,
+              ),
+          });
   const worker = await createSubagentWorker({
     connection,
     providers: [provider],
     workflowBundle: { codePath: TEMPORAL_TEST_BUNDLE! },
     heartbeatIntervalMs: 200,
-    ...(process.env.WORKER_MAX_CACHED ? { workerOptions: { maxCachedWorkflows: Number(process.env.WORKER_MAX_CACHED) } } : {}),
+    ...(process.env.WORKER_MAX_CACHED
+      ? { workerOptions: { maxCachedWorkflows: Number(process.env.WORKER_MAX_CACHED) } }
+      : {}),
   });
   const running = worker.run();
   if (process.env.MEMORY_FILE) {

@@ -18,13 +18,17 @@ export const BINARY_SNIFF_BYTES = 8 * 1024;
  * Runs one call in the run's working directory. Refused paths and bad arguments resolve as
  * failures the model reads; the run's cancellation and any other fault reject.
  */
-export async function runTool(context: SubagentToolContext, body: (cwd: string) => Promise<ToolCallOutcome>): Promise<ToolCallOutcome> {
+export async function runTool(
+  context: SubagentToolContext,
+  body: (cwd: string) => Promise<ToolCallOutcome>,
+): Promise<ToolCallOutcome> {
   context.signal.throwIfAborted();
   if (context.cwd === undefined || context.cwd === '') return toolResult(NO_WORKING_DIRECTORY_MESSAGE, true);
   try {
     return await body(context.cwd);
   } catch (error) {
-    if (error instanceof ToolPathError || error instanceof InvalidArgumentsError) return toolResult(error.message, true);
+    if (error instanceof ToolPathError || error instanceof InvalidArgumentsError)
+      return toolResult(error.message, true);
     throw error;
   }
 }
@@ -48,7 +52,11 @@ export function stringArgument(input: Record<string, unknown>, name: string, req
   return value;
 }
 
-export function positiveIntegerArgument(input: Record<string, unknown>, name: string, meaning: string): number | undefined {
+export function positiveIntegerArgument(
+  input: Record<string, unknown>,
+  name: string,
+  meaning: string,
+): number | undefined {
   const value = input[name];
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
@@ -66,7 +74,8 @@ export function booleanArgument(input: Record<string, unknown>, name: string): b
 
 export function positiveIntegerOption(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer (got ${value})`);
+  if (!Number.isSafeInteger(value) || value < 1)
+    throw new RangeError(`${name} must be a positive integer (got ${value})`);
   return value;
 }
 

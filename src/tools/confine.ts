@@ -22,7 +22,9 @@ export async function resolveInside(cwd: string, requested: string): Promise<str
     throw new ToolPathError(`path ${quoted} is absolute; use a path relative to the working directory`);
   }
   if (!path.isAbsolute(cwd) || cwd.includes('\0')) {
-    throw new ToolPathError(`the working directory ${JSON.stringify(cwd)} is not an absolute path, so file tools are unavailable`);
+    throw new ToolPathError(
+      `the working directory ${JSON.stringify(cwd)} is not an absolute path, so file tools are unavailable`,
+    );
   }
   const root = path.resolve(cwd);
   const lexical = path.resolve(root, requested);

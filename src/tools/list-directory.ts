@@ -39,7 +39,10 @@ export function listDirectoryTool(options: { maxEntries?: number } = {}): Subage
           entries = await fs.readdir(real, { withFileTypes: true });
         } catch (error) {
           if (errorCode(error) === 'ENOTDIR') {
-            return toolResult(`${JSON.stringify(displayPath(cwd, requested))} is not a directory; use read_file to read a file`, true);
+            return toolResult(
+              `${JSON.stringify(displayPath(cwd, requested))} is not a directory; use read_file to read a file`,
+              true,
+            );
           }
           throw fsRefusal(error, requested) ?? error;
         }

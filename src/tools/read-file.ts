@@ -34,7 +34,11 @@ export function readFileTool(options: { maxBytes?: number } = {}): SubagentTool 
       properties: {
         path: { type: 'string', description: 'File path relative to the working directory.' },
         offset: { type: 'integer', minimum: 1, description: 'First line to read (1-based). Default 1.' },
-        limit: { type: 'integer', minimum: 1, description: 'Number of lines to read. Default: to the end of the file.' },
+        limit: {
+          type: 'integer',
+          minimum: 1,
+          description: 'Number of lines to read. Default: to the end of the file.',
+        },
       },
       required: ['path'],
       additionalProperties: false,
@@ -72,12 +76,16 @@ async function readSelection(
     if (!stat.isFile()) return toolResult(`${JSON.stringify(display)} is not a regular file`, true);
     const size = stat.size;
     const sniff = await readAt(handle, 0, Math.min(size, BINARY_SNIFF_BYTES));
-    if (sniff.includes(0)) return toolResult(`${JSON.stringify(display)} looks like a binary file; read_file reads text only`, true);
+    if (sniff.includes(0))
+      return toolResult(`${JSON.stringify(display)} looks like a binary file; read_file reads text only`, true);
     if (size === 0) return toolResult(`File ${display} is empty.`);
 
     const bounds = await lineBounds(handle, size, offset, limit);
     if (bounds.start === undefined) {
-      return toolResult(`"offset" ${offset} is past the end of ${JSON.stringify(display)} (${bounds.totalLines} lines)`, true);
+      return toolResult(
+        `"offset" ${offset} is past the end of ${JSON.stringify(display)} (${bounds.totalLines} lines)`,
+        true,
+      );
     }
     const start = bounds.start;
     const end = bounds.end;

@@ -43,7 +43,10 @@ export function searchTextTool(options: { maxResults?: number; maxFileBytes?: nu
       type: 'object',
       properties: {
         pattern: { type: 'string', minLength: 1, description: 'Text to find (literal unless regex is true).' },
-        path: { type: 'string', description: "File or directory to search, relative to the working directory. Default '.'." },
+        path: {
+          type: 'string',
+          description: "File or directory to search, relative to the working directory. Default '.'.",
+        },
         regex: { type: 'boolean', description: 'Treat pattern as a JavaScript regular expression. Default false.' },
       },
       required: ['pattern'],
@@ -193,10 +196,13 @@ class TextSearch {
   }
 
   report(pattern: string, start: string): string {
-    const lines = this.results.length > 0 ? [...this.results] : [`no matches for ${JSON.stringify(pattern)} in ${start}`];
-    if (this.more) lines.push(`[truncated: more than ${this.options.maxResults} matches; narrow the pattern or the path]`);
+    const lines =
+      this.results.length > 0 ? [...this.results] : [`no matches for ${JSON.stringify(pattern)} in ${start}`];
+    if (this.more)
+      lines.push(`[truncated: more than ${this.options.maxResults} matches; narrow the pattern or the path]`);
     const skipped: string[] = [];
-    if (this.skippedLarge > 0) skipped.push(`${this.skippedLarge} ${plural(this.skippedLarge, 'file')} over ${this.options.maxFileBytes} bytes`);
+    if (this.skippedLarge > 0)
+      skipped.push(`${this.skippedLarge} ${plural(this.skippedLarge, 'file')} over ${this.options.maxFileBytes} bytes`);
     if (this.skippedOutside > 0) {
       skipped.push(`${this.skippedOutside} ${plural(this.skippedOutside, 'symlink')} leaving the working directory`);
     }

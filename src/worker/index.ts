@@ -5,10 +5,26 @@ export { RESERVED_ACTIVITY_NAMES, RunContextCache, type SubagentActivities, crea
 export { subagentRunWorkflow } from '../../workflows/subagent-run';
 export { ACP_STOP_REASONS, type AcpProviderOptions, createAcpProvider } from '../providers/acp';
 export { BUILTIN_PROVIDERS, builtinProvider, providersFromEnv } from '../providers/from-env';
-export { DEFAULT_SYSTEM_PROMPT, type LlmProviderOptions, createForkProvider, createSpawnProvider, endpointFromEnv } from '../providers/llm';
+export {
+  DEFAULT_SYSTEM_PROMPT,
+  type LlmProviderOptions,
+  createForkProvider,
+  createSpawnProvider,
+  endpointFromEnv,
+} from '../providers/llm';
 export { type HostSeamProviderOptions, hostSeamProvider } from '../providers/seam-adapter';
-export { STRUCTURED_OUTPUT_DESCRIPTION, STRUCTURED_OUTPUT_INSTRUCTION, createStructuredOutputRuntime } from '../structured/runtime';
-export { type DevServer, type DevServerOptions, freePort, resolveTemporalBinary, startDevServer } from '../temporal/dev-server';
+export {
+  STRUCTURED_OUTPUT_DESCRIPTION,
+  STRUCTURED_OUTPUT_INSTRUCTION,
+  createStructuredOutputRuntime,
+} from '../structured/runtime';
+export {
+  type DevServer,
+  type DevServerOptions,
+  freePort,
+  resolveTemporalBinary,
+  startDevServer,
+} from '../temporal/dev-server';
 export { TRACING_WORKFLOW_MODULE, tracingWorkerOptions } from '../temporal/tracing';
 export {
   ToolPathError,
@@ -20,4 +36,9 @@ export {
   searchTextTool,
 } from '../tools';
 export { type ConnectTemporalOptions, type TemporalEnvironment, connectTemporal } from './connect';
-export { type SubagentWorker, type SubagentWorkerOptions, bundleSubagentWorkflows, createSubagentWorker } from './worker';
+export {
+  type SubagentWorker,
+  type SubagentWorkerOptions,
+  bundleSubagentWorkflows,
+  createSubagentWorker,
+} from './worker';

@@ -41,7 +41,9 @@ export interface SubagentWorkerOptions {
   /** Payload codecs (encryption) for the workers and the worker's own client; the callers' must match. */
   dataConverter?: DataConverter;
   /** Passed to every Temporal worker (concurrency, cache size, tuner...). */
-  workerOptions?: Partial<Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities' | 'workflowBundle' | 'workflowsPath'>>;
+  workerOptions?: Partial<
+    Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities' | 'workflowBundle' | 'workflowsPath'>
+  >;
 }
 
 export interface SubagentWorker {
@@ -86,8 +88,13 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
     if (providers.has(provider.name)) {
       throw new SubagentError(`two hosted providers are named "${provider.name}"`, 'INVALID_CONFIG');
     }
-    const clash = provider.driver === 'agent-loop' && provider.tools.find((tool) => RESERVED_ACTIVITY_NAMES.includes(tool.name));
-    if (clash) throw new SubagentError(`provider "${provider.name}" has a tool named "${clash.name}", a name the worker reserves`, 'INVALID_CONFIG');
+    const clash =
+      provider.driver === 'agent-loop' && provider.tools.find((tool) => RESERVED_ACTIVITY_NAMES.includes(tool.name));
+    if (clash)
+      throw new SubagentError(
+        `provider "${provider.name}" has a tool named "${clash.name}", a name the worker reserves`,
+        'INVALID_CONFIG',
+      );
     providers.set(provider.name, provider);
   }
   if (providers.size === 0) throw new SubagentError('a subagent worker needs at least one provider', 'INVALID_CONFIG');
@@ -113,7 +120,8 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
     cancelGraceMs: options.cancelGraceMs,
     maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
   });
-  const workflowBundle = options.workflowBundle ?? (await bundleSubagentWorkflows({ tracing: options.tracing !== undefined }));
+  const workflowBundle =
+    options.workflowBundle ?? (await bundleSubagentWorkflows({ tracing: options.tracing !== undefined }));
   const taskQueues = [...new Set([...providers.values()].map((p) => p.taskQueue ?? defaultTaskQueue(p.name)))];
   const heartbeatThrottle = options.heartbeatIntervalMs ?? 1000;
   const workers = await Promise.all(
@@ -170,7 +178,8 @@ function delegateThrough(service: TemporalSubagentService): SubagentDelegate {
     const depth = parent.depth + 1;
     const capable = service.getProvider(provider)?.capabilities.depthLimit ?? false;
     // A provider without the capability cannot take the cap; the depth is checked here instead.
-    if (request.maxDepth === undefined && cap !== undefined && !capable && depth > cap) throw new SubagentDepthError(depth, cap);
+    if (request.maxDepth === undefined && cap !== undefined && !capable && depth > cap)
+      throw new SubagentDepthError(depth, cap);
     return service.start(provider, {
       ...request,
       ...(cap !== undefined && (capable || request.maxDepth !== undefined) ? { maxDepth: cap } : {}),

@@ -1,7 +1,15 @@
 // Fault (d): the caller process dies while its delegations run. A new caller attaches by id and
 // gets every result; the runs never depended on the process that started them.
 import { createScriptedProvider, spawnReadyProcess } from '../../src/testing';
-import { connectTestTemporal, fixture, newService, startWorker, TestTemporal, text, uniqueName } from '../helpers/temporal';
+import {
+  connectTestTemporal,
+  fixture,
+  newService,
+  startWorker,
+  TestTemporal,
+  text,
+  uniqueName,
+} from '../helpers/temporal';
 
 let temporal: TestTemporal;
 let stopWorker: () => Promise<void>;
@@ -18,9 +26,13 @@ afterAll(async () => {
 
 it('gives every result to a new caller that attaches after the first one was SIGKILLed', async () => {
   let printed = '';
-  const caller = await spawnReadyProcess(fixture('caller-process'), { PROVIDER_NAME: scripted.name, RUNS: '5' }, (line) => {
-    if (line.startsWith('[')) printed = line;
-  });
+  const caller = await spawnReadyProcess(
+    fixture('caller-process'),
+    { PROVIDER_NAME: scripted.name, RUNS: '5' },
+    (line) => {
+      if (line.startsWith('[')) printed = line;
+    },
+  );
   const ids = JSON.parse(printed) as string[];
   await caller.kill('SIGKILL');
 

@@ -6,35 +6,35 @@
 import { mkdtempSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
-import { TemporalSubagentService } from '../../src';
-import { createScriptedProvider, DevServer, ReadyProcess, ScriptedTurnEvent, spawnWorkerProcess, startDevServer } from '../../src/testing';
+import { createScriptedProvider, ReadyProcess, ScriptedTurnEvent, spawnWorkerProcess } from '../../src/testing';
 import { createVirtualHosts, relay, VirtualHosts } from '../helpers/hosts';
-import { eventually, installQuietRuntime, recordingLogger, text, uniqueName } from '../helpers/temporal';
+import { eventually, newService, startTestServer, TestServer, text, uniqueName } from '../helpers/temporal';
 
 type HostEvent = ScriptedTurnEvent & { host: string; pid: number };
 
 let virtual: VirtualHosts | undefined;
-let server: DevServer;
+let temporal: TestServer;
 let bridge: Awaited<ReturnType<typeof relay>> | undefined;
-let connection: NativeConnection;
-let service: TemporalSubagentService;
+let service: ReturnType<typeof newService>;
 const workers: (ReadyProcess & { host: string })[] = [];
 const alpha = uniqueName('alpha');
 const beta = uniqueName('beta');
 const eventsFile = join(mkdtempSync(join(tmpdir(), 'subagent-fleet-')), 'events.jsonl');
 
 beforeAll(async () => {
-  installQuietRuntime();
   writeFileSync(eventsFile, '');
   virtual = createVirtualHosts(3);
-  server = await startDevServer();
-  bridge = virtual ? await relay(virtual.bridgeIp, server.address) : undefined;
-  connection = await NativeConnection.connect({ address: server.address });
-  service = new TemporalSubagentService({ client: new Client({ connection }), logger: recordingLogger() });
+  temporal = await startTestServer();
+  bridge = virtual ? await relay(virtual.bridgeIp, temporal.address) : undefined;
+  service = newService(temporal);
   for (const name of [alpha, beta]) {
-    service.registerProvider(createScriptedProvider({ name, resumable: false, runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' } } }));
+    service.registerProvider(
+      createScriptedProvider({
+        name,
+        resumable: false,
+        runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' } },
+      }),
+    );
   }
   const plan: [string, string][] = [
     ['host-1', alpha],
@@ -42,7 +42,7 @@ beforeAll(async () => {
     ['host-3', beta],
   ];
   for (const [index, [host, provider]] of plan.entries()) {
-    const address = bridge?.address ?? server.address;
+    const address = bridge?.address ?? temporal.address;
     const env = { PROVIDER_NAME: provider, EVENTS_FILE: eventsFile, HOST_NAME: host, TEMPORAL_TEST_ADDRESS: address };
     const worker = await spawnWorkerProcess(env, undefined, virtual?.hosts[index]!.exec ?? []);
     workers.push({ ...worker, host });
@@ -51,9 +51,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(workers.map((worker) => worker.kill()));
-  await connection?.close();
   await bridge?.close();
-  await server?.stop();
+  await temporal?.close();
   virtual?.remove();
 });
 
@@ -71,7 +70,10 @@ it('runs each provider on its own pool of hosts and moves a killed host’s runs
     expect(namespaces.size).toBe(3);
     expect(namespaces.has(namespaceOf('self'))).toBe(false);
   }
-  const script = [{ delayMs: 2500, reply: 'first {input}' }, { delayMs: 500, reply: 'second {input}' }];
+  const script = [
+    { delayMs: 2500, reply: 'first {input}' },
+    { delayMs: 500, reply: 'second {input}' },
+  ];
   const start = (provider: string, i: number) =>
     service.start(provider, { prompt: text(`${provider} ${i}`), parent: { id: 'p' }, agentOptions: { script } });
   const alphaRuns = Array.from({ length: 6 }, (_, i) => start(alpha, i));
@@ -82,7 +84,12 @@ it('runs each provider on its own pool of hosts and moves a killed host’s runs
   const victim = await eventually(() => {
     const log = events();
     const busy = log.find(
-      (e) => e.kind === 'turn-start' && e.host !== 'host-3' && !log.some((end) => end.kind === 'turn-end' && end.runId === e.runId && end.attempt === e.attempt && end.turn === e.turn),
+      (e) =>
+        e.kind === 'turn-start' &&
+        e.host !== 'host-3' &&
+        !log.some(
+          (end) => end.kind === 'turn-end' && end.runId === e.runId && end.attempt === e.attempt && end.turn === e.turn,
+        ),
     );
     return busy?.host;
   }, 20_000);
@@ -94,16 +101,24 @@ it('runs each provider on its own pool of hosts and moves a killed host’s runs
   expect(results.every((result) => result.stopReason === 'completed')).toBe(true);
 
   const log = events();
-  const hostsOf = (runs: typeof alphaRuns) => new Set(log.filter((e) => runs.some((run) => run.id === e.runId)).map((e) => e.host));
+  const hostsOf = (runs: typeof alphaRuns) =>
+    new Set(log.filter((e) => runs.some((run) => run.id === e.runId)).map((e) => e.host));
   expect([...hostsOf(betaRuns)]).toEqual(['host-3']);
   expect(hostsOf(alphaRuns).has('host-3')).toBe(false);
   // Every alpha turn that started on the victim and never ended there ended on the survivor.
   const interrupted = log.filter(
-    (e) => e.kind === 'turn-start' && e.host === victim && !log.some((end) => end.kind === 'turn-end' && end.runId === e.runId && end.turn === e.turn && end.host === victim),
+    (e) =>
+      e.kind === 'turn-start' &&
+      e.host === victim &&
+      !log.some(
+        (end) => end.kind === 'turn-end' && end.runId === e.runId && end.turn === e.turn && end.host === victim,
+      ),
   );
   expect(interrupted.length).toBeGreaterThan(0);
   for (const turn of interrupted) {
-    expect(log.some((e) => e.kind === 'turn-end' && e.runId === turn.runId && e.turn === turn.turn && e.host === survivor)).toBe(true);
+    expect(
+      log.some((e) => e.kind === 'turn-end' && e.runId === turn.runId && e.turn === turn.turn && e.host === survivor),
+    ).toBe(true);
   }
   await Promise.all([...alphaRuns, ...betaRuns].map((run) => run.dispose()));
 }, 120_000);

@@ -4,16 +4,20 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
-import { TemporalSubagentService } from '../../src';
-import { createScriptedProvider, DevServer, freePort, ReadyProcess, spawnWorkerProcess, startDevServer } from '../../src/testing';
-import { installQuietRuntime, recordingLogger, text, uniqueName } from '../helpers/temporal';
+import {
+  createScriptedProvider,
+  DevServer,
+  freePort,
+  ReadyProcess,
+  spawnWorkerProcess,
+  startDevServer,
+} from '../../src/testing';
+import { connectTestTemporal, newService, TestTemporal, text, uniqueName } from '../helpers/temporal';
 
 let server: DevServer;
 let port: number;
-let connection: NativeConnection;
-let service: TemporalSubagentService;
+let temporal: TestTemporal;
+let service: ReturnType<typeof newService>;
 const dbFilename = join(mkdtempSync(join(tmpdir(), 'subagent-server-faults-')), 'temporal.db');
 const name = uniqueName('server-faults');
 const workers: ReadyProcess[] = [];
@@ -31,16 +35,21 @@ const startWorker = async () => {
 };
 
 beforeAll(async () => {
-  installQuietRuntime();
   port = await freePort();
   server = await startServer();
-  connection = await NativeConnection.connect({ address: server.address });
-  service = new TemporalSubagentService({ client: new Client({ connection }), logger: recordingLogger() });
-  service.registerProvider(createScriptedProvider({ name, runSettings: { heartbeatTimeout: '5 seconds', retry: { initialInterval: '200 ms' } } }));
+  // One connection for the whole file: it outlives every restart of the server on its port.
+  temporal = await connectTestTemporal('default', { address: server.address });
+  service = newService(temporal);
+  service.registerProvider(
+    createScriptedProvider({
+      name,
+      runSettings: { heartbeatTimeout: '5 seconds', retry: { initialInterval: '200 ms' } },
+    }),
+  );
 }, 60_000);
 afterAll(async () => {
   await Promise.all(workers.map((worker) => worker.kill()));
-  await connection?.close();
+  await temporal?.close();
   await server?.stop();
 });
 
@@ -58,13 +67,15 @@ it('completes every run in flight when the server is stopped and restarted on it
   server = await startServer();
 
   const results = await Promise.all(runs.map((run) => run.result));
-  expect(results).toEqual(runs.map(() => ({ output: text('turn 1: sent before the outage'), stopReason: 'completed' })));
+  expect(results).toEqual(
+    runs.map(() => ({ output: text('turn 1: sent before the outage'), stopReason: 'completed' })),
+  );
   await Promise.all(runs.map((run) => run.dispose()));
   await worker.kill();
 }, 120_000);
 
 it('resumes a parked run after both the server and its worker restarted', async () => {
-  let worker = await startWorker();
+  const worker = await startWorker();
   const run = service.start(name, {
     prompt: text('remember me'),
     parent: { id: 'p' },
@@ -75,7 +86,7 @@ it('resumes a parked run after both the server and its worker restarted', async 
   await worker.kill('SIGKILL');
   await server.stop();
   server = await startServer();
-  worker = await startWorker();
+  await startWorker(); // killed with the others after the file
 
   const attached = service.attach(run.id);
   expect(await attached.result).toEqual({ output: text('first: remember me'), stopReason: 'completed' });

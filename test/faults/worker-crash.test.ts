@@ -4,7 +4,16 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TranscriptEntry } from '../../src';
-import { createScriptedProvider, hangReply, ReadyProcess, ScriptedTurnEvent, spawnWorkerProcess, startFakeOpenAI, textReply, toolCallReply } from '../../src/testing';
+import {
+  createScriptedProvider,
+  hangReply,
+  ReadyProcess,
+  ScriptedTurnEvent,
+  spawnWorkerProcess,
+  startFakeOpenAI,
+  textReply,
+  toolCallReply,
+} from '../../src/testing';
 import { createSpawnProvider } from '../../src/worker';
 import { runContextQuery } from '../../workflows/definitions';
 import { connectTestTemporal, eventually, newService, TestTemporal, text, uniqueName } from '../helpers/temporal';
@@ -34,7 +43,12 @@ function crashSetup(runSettings = {}) {
       .filter(Boolean)
       .map((line) => JSON.parse(line) as LoggedEvent);
   const service = newService(temporal);
-  service.registerProvider(createScriptedProvider({ name, runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' }, ...runSettings } }));
+  service.registerProvider(
+    createScriptedProvider({
+      name,
+      runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' }, ...runSettings },
+    }),
+  );
   const spawnWorker = async () => {
     const worker = await spawnWorkerProcess(env);
     workers.push(worker);
@@ -99,7 +113,9 @@ it('completes on a restarted worker after a SIGKILL mid-turn, delivering each me
   // The durable conversation holds every message once and one answer per turn.
   const { entries } = await temporal.client.workflow.getHandle(run.id).query(runContextQuery);
   const flat = entries.map((entry: TranscriptEntry) =>
-    entry.kind === 'tool' ? 'tool' : `${entry.kind}:${entry.content.map((b) => (b.type === 'text' ? b.text : '')).join('')}`,
+    entry.kind === 'tool'
+      ? 'tool'
+      : `${entry.kind}:${entry.content.map((b) => (b.type === 'text' ? b.text : '')).join('')}`,
   );
   expect(flat).toEqual([
     'user:go',
@@ -120,7 +136,9 @@ it('yields structured exactly once when the worker is SIGKILLed right after the 
     prompt: text('capture then die'),
     parent: { id: 'parent' },
     outputSchema: { type: 'object', properties: { verdict: { type: 'string' } }, required: ['verdict'] },
-    agentOptions: { script: [{ calls: [{ name: 'structured_output', arguments: { verdict: 'ship it' } }], holdMs: 3000 }] },
+    agentOptions: {
+      script: [{ calls: [{ name: 'structured_output', arguments: { verdict: 'ship it' } }], holdMs: 3000 }],
+    },
   });
   await eventually(() => events().find((e) => e.kind === 'tool-result' && e.attempt === 1), 30_000);
   await firstWorker.kill('SIGKILL');
@@ -142,24 +160,45 @@ it('repeats no completed model call when the worker is SIGKILLed between two mod
   try {
     const name = uniqueName('crash-spawn');
     const service = newService(temporal);
-    service.registerProvider(createSpawnProvider({ name, runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' } } }));
-    const env = { PROVIDER_NAME: name, PROVIDER_KIND: 'spawn', OPENAI_BASE_URL: fake.baseURL, SUBAGENT_MODEL: 'fake-model' };
+    service.registerProvider(
+      createSpawnProvider({
+        name,
+        runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' } },
+      }),
+    );
+    const env = {
+      PROVIDER_NAME: name,
+      PROVIDER_KIND: 'spawn',
+      OPENAI_BASE_URL: fake.baseURL,
+      SUBAGENT_MODEL: 'fake-model',
+    };
     const first = await spawnWorkerProcess(env);
     workers.push(first);
-    fake.enqueue(toolCallReply([{ id: 'call-ls', name: 'list_directory', arguments: {} }]), hangReply(), textReply('survived'));
+    fake.enqueue(
+      toolCallReply([{ id: 'call-ls', name: 'list_directory', arguments: {} }]),
+      hangReply(),
+      textReply('survived'),
+    );
     const cwd = mkdtempSync(join(tmpdir(), 'subagent-crash-cwd-'));
-    const run = service.start(name, { prompt: text('list, then answer'), parent: { id: 'p', session: { header: { id: 's', cwd } } } });
+    const run = service.start(name, {
+      prompt: text('list, then answer'),
+      parent: { id: 'p', session: { header: { id: 's', cwd } } },
+    });
 
     await fake.waitForRequests(2, 30_000);
     await first.kill('SIGKILL');
     workers.push(await spawnWorkerProcess(env));
 
     expect(await run.result).toEqual({ output: text('survived'), stopReason: 'completed' });
-    const conversations = fake.requests.map((request) => (request.body.messages as { role: string }[]).map((m) => m.role).join(','));
+    const conversations = fake.requests.map((request) =>
+      (request.body.messages as { role: string }[]).map((m) => m.role).join(','),
+    );
     expect(conversations).toEqual(['system,user', 'system,user,assistant,tool', 'system,user,assistant,tool']);
     expect(fake.requests[1]!.aborted).toBe(true);
     const history = await temporal.client.workflow.getHandle(run.id).fetchHistory();
-    const scheduled = history.events!.flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType!.name] : []));
+    const scheduled = history.events!.flatMap((e) =>
+      e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType!.name] : [],
+    );
     expect(scheduled).toEqual(['subagentModelCall', 'list_directory', 'subagentModelCall']);
     await run.dispose();
   } finally {

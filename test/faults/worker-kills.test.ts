@@ -22,7 +22,8 @@ afterAll(async () => {
 
 const RUNS = 50;
 const MESSAGES = ['first', 'second', 'third'];
-const textOf = (entry: TranscriptEntry) => (entry.kind === 'tool' ? '' : entry.content.map((b) => (b.type === 'text' ? b.text : '')).join(''));
+const textOf = (entry: TranscriptEntry) =>
+  entry.kind === 'tool' ? '' : entry.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Follows the fixture's event log with one reader, resolving waits for a run's turn to start. */
@@ -44,7 +45,8 @@ function eventLog(file: string) {
     }
   }, 100);
   return {
-    turnStarted: (runId: string, turn: number) => new Promise<void>((resolve) => waiters.push({ key: `${runId}#${turn}`, resolve })),
+    turnStarted: (runId: string, turn: number) =>
+      new Promise<void>((resolve) => waiters.push({ key: `${runId}#${turn}`, resolve })),
     close: () => clearInterval(timer),
   };
 }
@@ -55,7 +57,13 @@ it('completes 50 concurrent runs through three SIGKILLs of their worker, each me
   writeFileSync(eventsFile, '');
   const env = { PROVIDER_NAME: name, EVENTS_FILE: eventsFile };
   const service = newService(temporal);
-  service.registerProvider(createScriptedProvider({ name, resumable: false, runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms', maximumAttempts: 20 } } }));
+  service.registerProvider(
+    createScriptedProvider({
+      name,
+      resumable: false,
+      runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms', maximumAttempts: 20 } },
+    }),
+  );
   let current = await spawnWorkerProcess(env);
   workers.push(current);
 
@@ -89,7 +97,10 @@ it('completes 50 concurrent runs through three SIGKILLs of their worker, each me
   expect(results.every((result) => result.stopReason === 'completed')).toBe(true);
   expect(new Set(workers.map((worker) => worker.child.pid)).size).toBe(4);
 
-  const events = readFileSync(eventsFile, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as ScriptedTurnEvent);
+  const events = readFileSync(eventsFile, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as ScriptedTurnEvent);
   for (const run of runs) {
     // The durable conversation: the prompt, then the three messages in order, each once.
     const { entries } = await temporal.client.workflow.getHandle(run.id).query(runContextQuery);

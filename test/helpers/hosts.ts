@@ -64,7 +64,10 @@ export function createVirtualHosts(count: number): VirtualHosts | undefined {
  * other namespaces reach a server that itself listens on loopback only.
  */
 export async function relay(listenIp: string, target: string): Promise<{ address: string; close(): Promise<void> }> {
-  const [targetHost, targetPort] = [target.slice(0, target.lastIndexOf(':')), Number(target.slice(target.lastIndexOf(':') + 1))];
+  const [targetHost, targetPort] = [
+    target.slice(0, target.lastIndexOf(':')),
+    Number(target.slice(target.lastIndexOf(':') + 1)),
+  ];
   const sockets = new Set<Socket>();
   const server = createServer((inbound) => {
     const outbound = connect(targetPort, targetHost);

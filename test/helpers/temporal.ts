@@ -6,7 +6,12 @@ import { join } from 'node:path';
 import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
-import { type SubagentHostedProvider, type SubagentLogger, TemporalSubagentService, type TemporalSubagentServiceOptions } from '../../src';
+import {
+  type SubagentHostedProvider,
+  type SubagentLogger,
+  TemporalSubagentService,
+  type TemporalSubagentServiceOptions,
+} from '../../src';
 import { type DevServer, type DevServerOptions, startDevServer } from '../../src/testing';
 import { createSubagentWorker, type SubagentWorkerOptions } from '../../src/worker';
 
@@ -33,9 +38,14 @@ export async function connectTestTemporal(
 ): Promise<TestTemporal> {
   installQuietRuntime();
   const address = options.address ?? process.env.TEMPORAL_TEST_ADDRESS;
-  if (!address) throw new Error('TEMPORAL_TEST_ADDRESS is unset: run the tests through jest (globalSetup starts the server)');
+  if (!address)
+    throw new Error('TEMPORAL_TEST_ADDRESS is unset: run the tests through jest (globalSetup starts the server)');
   const connection = await NativeConnection.connect({ address });
-  const client = new Client({ connection, namespace, ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}) });
+  const client = new Client({
+    connection,
+    namespace,
+    ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
+  });
   return { address, namespace, connection, client, close: () => connection.close() };
 }
 
@@ -50,7 +60,10 @@ export async function startTestServer(
   const { dataConverter, ...serverOptions } = options;
   const server = await startDevServer(serverOptions);
   try {
-    const temporal = await connectTestTemporal(server.namespace, { address: server.address, ...(dataConverter ? { dataConverter } : {}) });
+    const temporal = await connectTestTemporal(server.namespace, {
+      address: server.address,
+      ...(dataConverter ? { dataConverter } : {}),
+    });
     return {
       ...temporal,
       server,
@@ -106,7 +119,10 @@ export function newService(temporal: TestTemporal, options: Partial<TemporalSuba
 export const text = (value: string) => [{ type: 'text' as const, text: value }];
 
 /** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function eventually<T>(check: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+export async function eventually<T>(
+  check: () => T | undefined | Promise<T | undefined>,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

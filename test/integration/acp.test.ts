@@ -8,7 +8,15 @@ import { join } from 'node:path';
 import type { SubagentRun } from '../../src';
 import { type AcpAgentScript, acpTestAgentCommand, ReadyProcess, spawnWorkerProcess } from '../../src/testing';
 import { AcpProviderOptions, createAcpProvider } from '../../src/worker';
-import { connectTestTemporal, eventually, newService, startWorker, TestTemporal, text, uniqueName } from '../helpers/temporal';
+import {
+  connectTestTemporal,
+  eventually,
+  newService,
+  startWorker,
+  TestTemporal,
+  text,
+  uniqueName,
+} from '../helpers/temporal';
 
 let temporal: TestTemporal;
 let service: ReturnType<typeof newService>;
@@ -54,7 +62,8 @@ async function acpProvider(script: AcpAgentScript, options: Partial<AcpProviderO
       .split('\n')
       .filter(Boolean)
       .map((line) => JSON.parse(line) as AgentEvent);
-  const start = (prompt = 'hello') => service.start(provider.name, { prompt: text(prompt), parent: { id: 'p', session: { header: { id: 's', cwd } } } });
+  const start = (prompt = 'hello') =>
+    service.start(provider.name, { prompt: text(prompt), parent: { id: 'p', session: { header: { id: 's', cwd } } } });
   return { provider, log, events, start };
 }
 
@@ -68,7 +77,13 @@ const alive = (pid: number) => {
 };
 /** Every agent process the run started has exited. */
 async function noOrphans(events: () => AgentEvent[]): Promise<void> {
-  const pids = [...new Set(events().filter((e) => e.event === 'start').map((e) => e.pid))];
+  const pids = [
+    ...new Set(
+      events()
+        .filter((e) => e.event === 'start')
+        .map((e) => e.pid),
+    ),
+  ];
   expect(pids.length).toBeGreaterThan(0);
   await eventually(() => (pids.some(alive) ? undefined : true), 5000);
 }
@@ -131,19 +146,31 @@ it('kills an agent that ignores cancel, SIGTERM and EOF, so dispose returns with
 it.each([
   ['rejects by default', {}, 'permission: reject_once', 'rejected'],
   ['allows the configured tool kinds', { allowToolKinds: ['edit'] }, 'permission: allow_once', 'allowed'],
-])('answers permission requests by policy: %s, and records the decision in history', async (_case, options, chunk, decision) => {
-  const agent = await acpProvider({ turns: [{ askPermission: { title: 'edit notes.txt', kind: 'edit' }, chunks: [' then done'] }] }, options);
-  const run = agent.start();
-  expect(await run.result).toEqual({ output: text(`${chunk} then done`), stopReason: 'completed' });
-  const history = await temporal.client.workflow.getHandle(run.id).fetchHistory();
-  const completed = history.events!.find((e) => e.activityTaskCompletedEventAttributes)!.activityTaskCompletedEventAttributes!;
-  const payload = JSON.parse(Buffer.from(completed.result!.payloads![0]!.data!).toString('utf8'));
-  expect(payload.permissions).toEqual([{ toolCall: 'edit notes.txt', kind: 'edit', decision, optionId: chunk.split(': ')[1] }]);
-  await run.dispose();
-});
+])(
+  'answers permission requests by policy: %s, and records the decision in history',
+  async (_case, options, chunk, decision) => {
+    const agent = await acpProvider(
+      { turns: [{ askPermission: { title: 'edit notes.txt', kind: 'edit' }, chunks: [' then done'] }] },
+      options,
+    );
+    const run = agent.start();
+    expect(await run.result).toEqual({ output: text(`${chunk} then done`), stopReason: 'completed' });
+    const history = await temporal.client.workflow.getHandle(run.id).fetchHistory();
+    const completed = history.events!.find(
+      (e) => e.activityTaskCompletedEventAttributes,
+    )!.activityTaskCompletedEventAttributes!;
+    const payload = JSON.parse(Buffer.from(completed.result!.payloads![0]!.data!).toString('utf8'));
+    expect(payload.permissions).toEqual([
+      { toolCall: 'edit notes.txt', kind: 'edit', decision, optionId: chunk.split(': ')[1] },
+    ]);
+    await run.dispose();
+  },
+);
 
 it('delivers a steering message as the next prompt turn, to the same agent process', async () => {
-  const agent = await acpProvider({ turns: [{ chunks: ['first ', 'answer'], chunkDelayMs: 300 }, { chunks: ['steered: {prompt}'] }] });
+  const agent = await acpProvider({
+    turns: [{ chunks: ['first ', 'answer'], chunkDelayMs: 300 }, { chunks: ['steered: {prompt}'] }],
+  });
   const run = agent.start('start');
   await eventually(() => agent.events().find((e) => e.event === 'chunk'));
   run.sendMessage!(text('change course'));
@@ -155,7 +182,10 @@ it('delivers a steering message as the next prompt turn, to the same agent proce
 });
 
 it('resumes through session/load in a new process, continuing the same session', async () => {
-  const agent = await acpProvider({ loadSession: true, turns: [{ chunks: ['answer to {prompt}'] }] }, { resumable: true });
+  const agent = await acpProvider(
+    { loadSession: true, turns: [{ chunks: ['answer to {prompt}'] }] },
+    { resumable: true },
+  );
   const run = agent.start('one');
   expect(await run.result).toEqual({ output: text('answer to one'), stopReason: 'completed' });
   const resumed = run.resume!(text('two'));
@@ -186,7 +216,10 @@ it('offers no resume for an agent configured without it, and refuses resume when
 });
 
 it('settles error with the tail of stderr when the agent crashes', async () => {
-  const agent = await acpProvider({ turns: [], crashOnPrompt: { index: 0, stderr: 'fatal: model weights not found', code: 3 } });
+  const agent = await acpProvider({
+    turns: [],
+    crashOnPrompt: { index: 0, stderr: 'fatal: model weights not found', code: 3 },
+  });
   const run = agent.start();
   const result = await run.result;
   expect(result.stopReason).toBe('error');
@@ -222,7 +255,10 @@ it('gives no file access unless configured, and confines it to the run cwd when 
 
   const on = await acpProvider({ turns: [{ readFile: join(cwd, 'notes.txt') }] }, { fileSystem: { read: true } });
   const reader = on.start();
-  expect(await reader.result).toEqual({ output: text('read: inside the working directory\n'), stopReason: 'completed' });
+  expect(await reader.result).toEqual({
+    output: text('read: inside the working directory\n'),
+    stopReason: 'completed',
+  });
   await reader.dispose();
 
   const escaping = await acpProvider({ turns: [{ readFile: outside }] }, { fileSystem: { read: true } });
@@ -243,7 +279,11 @@ describe('a worker crash mid-prompt', () => {
     const name = uniqueName('acp-crash');
     const script: AcpAgentScript = { loadSession: true, turns: [{ chunks: ['slow'], chunkDelayMs: 5000 }] };
     service.registerProvider(
-      createAcpProvider({ name, command: 'unused', runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' } } }),
+      createAcpProvider({
+        name,
+        command: 'unused',
+        runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' } },
+      }),
     );
     const agent = acpTestAgentCommand(script, log);
     const env = {
@@ -252,9 +292,16 @@ describe('a worker crash mid-prompt', () => {
       ACP_COMMAND: JSON.stringify([agent.command, ...agent.args]),
       ...agent.env,
     };
-    const events = () => readFileSync(log, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as AgentEvent);
+    const events = () =>
+      readFileSync(log, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as AgentEvent);
     worker = await spawnWorkerProcess(env);
-    const run: SubagentRun = service.start(name, { prompt: text('long task'), parent: { id: 'p', session: { header: { id: 's', cwd } } } });
+    const run: SubagentRun = service.start(name, {
+      prompt: text('long task'),
+      parent: { id: 'p', session: { header: { id: 's', cwd } } },
+    });
     const first = await eventually(() => events().find((e) => e.event === 'prompt'), 30_000);
     // Heartbeats (which carry the session id to the retry) go out at most every 200 ms.
     await new Promise((resolve) => setTimeout(resolve, 1000));

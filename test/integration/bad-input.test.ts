@@ -3,7 +3,15 @@
 import { SubagentError, type SubagentStartRequest } from '../../src';
 import { createScriptedProvider } from '../../src/testing';
 import { statusQuery } from '../../workflows/definitions';
-import { connectTestTemporal, eventually, newService, startWorker, TestTemporal, text, uniqueName } from '../helpers/temporal';
+import {
+  connectTestTemporal,
+  eventually,
+  newService,
+  startWorker,
+  TestTemporal,
+  text,
+  uniqueName,
+} from '../helpers/temporal';
 
 let temporal: TestTemporal;
 let stopWorker: () => Promise<void>;
@@ -27,24 +35,114 @@ const oversized = 'x'.repeat(3 * 1024 * 1024);
 
 const cases: [string, unknown, string, string][] = [
   ['the request is not an object', null, 'INVALID_REQUEST', 'the start request must be an object'],
-  ['the prompt is a string', { ...valid, prompt: 'hello' }, 'INVALID_REQUEST', 'request.prompt must be a non-empty array of content blocks'],
-  ['the prompt is empty', { ...valid, prompt: [] }, 'INVALID_REQUEST', 'request.prompt must be a non-empty array of content blocks'],
-  ['a block has no type', { ...valid, prompt: [{ text: 'x' }] }, 'INVALID_REQUEST', 'request.prompt[0] must be a content block object with a string "type"'],
-  ['a text block has a number', { ...valid, prompt: [{ type: 'text', text: 5 }] }, 'INVALID_REQUEST', 'request.prompt[0].text must be a string (a "text" block)'],
-  ['a tool call lacks its arguments', { ...valid, prompt: [{ type: 'tool-call', id: 'c', name: 'n' }] }, 'INVALID_REQUEST', 'request.prompt[0].arguments must be a string (a "tool-call" block)'],
-  ['there is no parent', { prompt: text('x') }, 'INVALID_REQUEST', 'request.parent is required: the delegating agent, at least { id: string }'],
-  ['the parent has no id', { ...valid, parent: {} }, 'INVALID_REQUEST', 'request.parent is required: the delegating agent, at least { id: string }'],
-  ['the parent depth is negative', { ...valid, parent: { id: 'p', options: { subagentDepth: -1 } } }, 'INVALID_REQUEST', 'request.parent.options.subagentDepth must be a non-negative integer (got -1)'],
-  ['maxDepth is negative', { ...valid, maxDepth: -1 }, 'INVALID_REQUEST', 'request.maxDepth must be a non-negative integer (got -1)'],
-  ['maxDepth is fractional', { ...valid, maxDepth: 1.5 }, 'INVALID_REQUEST', 'request.maxDepth must be a non-negative integer (got 1.5)'],
-  ['maxDepth is NaN', { ...valid, maxDepth: NaN }, 'INVALID_REQUEST', 'request.maxDepth must be a non-negative integer (got NaN)'],
-  ['toolFilter holds non-strings', { ...valid, toolFilter: { allow: ['read', 7] } }, 'INVALID_REQUEST', 'request.toolFilter.allow must be an array of tool names (strings)'],
-  ['toolFilter is a string', { ...valid, toolFilter: 'read' }, 'INVALID_REQUEST', 'request.toolFilter must be { allow?: string[], deny?: string[] }'],
-  ['toolFilter has an unknown field', { ...valid, toolFilter: { only: ['x'] } }, 'INVALID_REQUEST', 'request.toolFilter.only is not a filter field (allow, deny)'],
-  ['agentOptions holds a function', { ...valid, agentOptions: { pick: () => 1 } }, 'INVALID_REQUEST', 'request.agentOptions.pick must be JSON data (got a function)'],
-  ['agentOptions holds a Date', { ...valid, agentOptions: { at: new Date(0) } }, 'INVALID_REQUEST', 'request.agentOptions.at must be a plain object or array (got Date)'],
-  ['the signal is not an AbortSignal', { ...valid, signal: 'stop' }, 'INVALID_REQUEST', 'request.signal must be an AbortSignal'],
-  ['the prompt is over the payload limit', { ...valid, prompt: text(oversized) }, 'PAYLOAD_TOO_LARGE', 'the start request is'],
+  [
+    'the prompt is a string',
+    { ...valid, prompt: 'hello' },
+    'INVALID_REQUEST',
+    'request.prompt must be a non-empty array of content blocks',
+  ],
+  [
+    'the prompt is empty',
+    { ...valid, prompt: [] },
+    'INVALID_REQUEST',
+    'request.prompt must be a non-empty array of content blocks',
+  ],
+  [
+    'a block has no type',
+    { ...valid, prompt: [{ text: 'x' }] },
+    'INVALID_REQUEST',
+    'request.prompt[0] must be a content block object with a string "type"',
+  ],
+  [
+    'a text block has a number',
+    { ...valid, prompt: [{ type: 'text', text: 5 }] },
+    'INVALID_REQUEST',
+    'request.prompt[0].text must be a string (a "text" block)',
+  ],
+  [
+    'a tool call lacks its arguments',
+    { ...valid, prompt: [{ type: 'tool-call', id: 'c', name: 'n' }] },
+    'INVALID_REQUEST',
+    'request.prompt[0].arguments must be a string (a "tool-call" block)',
+  ],
+  [
+    'there is no parent',
+    { prompt: text('x') },
+    'INVALID_REQUEST',
+    'request.parent is required: the delegating agent, at least { id: string }',
+  ],
+  [
+    'the parent has no id',
+    { ...valid, parent: {} },
+    'INVALID_REQUEST',
+    'request.parent is required: the delegating agent, at least { id: string }',
+  ],
+  [
+    'the parent depth is negative',
+    { ...valid, parent: { id: 'p', options: { subagentDepth: -1 } } },
+    'INVALID_REQUEST',
+    'request.parent.options.subagentDepth must be a non-negative integer (got -1)',
+  ],
+  [
+    'maxDepth is negative',
+    { ...valid, maxDepth: -1 },
+    'INVALID_REQUEST',
+    'request.maxDepth must be a non-negative integer (got -1)',
+  ],
+  [
+    'maxDepth is fractional',
+    { ...valid, maxDepth: 1.5 },
+    'INVALID_REQUEST',
+    'request.maxDepth must be a non-negative integer (got 1.5)',
+  ],
+  [
+    'maxDepth is NaN',
+    { ...valid, maxDepth: NaN },
+    'INVALID_REQUEST',
+    'request.maxDepth must be a non-negative integer (got NaN)',
+  ],
+  [
+    'toolFilter holds non-strings',
+    { ...valid, toolFilter: { allow: ['read', 7] } },
+    'INVALID_REQUEST',
+    'request.toolFilter.allow must be an array of tool names (strings)',
+  ],
+  [
+    'toolFilter is a string',
+    { ...valid, toolFilter: 'read' },
+    'INVALID_REQUEST',
+    'request.toolFilter must be { allow?: string[], deny?: string[] }',
+  ],
+  [
+    'toolFilter has an unknown field',
+    { ...valid, toolFilter: { only: ['x'] } },
+    'INVALID_REQUEST',
+    'request.toolFilter.only is not a filter field (allow, deny)',
+  ],
+  [
+    'agentOptions holds a function',
+    { ...valid, agentOptions: { pick: () => 1 } },
+    'INVALID_REQUEST',
+    'request.agentOptions.pick must be JSON data (got a function)',
+  ],
+  [
+    'agentOptions holds a Date',
+    { ...valid, agentOptions: { at: new Date(0) } },
+    'INVALID_REQUEST',
+    'request.agentOptions.at must be a plain object or array (got Date)',
+  ],
+  [
+    'the signal is not an AbortSignal',
+    { ...valid, signal: 'stop' },
+    'INVALID_REQUEST',
+    'request.signal must be an AbortSignal',
+  ],
+  [
+    'the prompt is over the payload limit',
+    { ...valid, prompt: text(oversized) },
+    'PAYLOAD_TOO_LARGE',
+    'the start request is',
+  ],
 ];
 
 describe('start with bad input', () => {
@@ -78,14 +176,22 @@ describe('start with bad input', () => {
 
 describe('messages and resumes with bad input', () => {
   it('refuse malformed or oversized content with a typed error and send nothing', async () => {
-    const run = service.start(scripted.name, { ...valid, agentOptions: { script: [{ delayMs: 300, reply: '{input}' }] } });
-    expect(() => run.sendMessage!([{ type: 'text' }] as never)).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
+    const run = service.start(scripted.name, {
+      ...valid,
+      agentOptions: { script: [{ delayMs: 300, reply: '{input}' }] },
+    });
+    expect(() => run.sendMessage!([{ type: 'text' }] as never)).toThrow(
+      expect.objectContaining({ code: 'INVALID_REQUEST' }),
+    );
     expect(() => run.sendMessage!(text(oversized))).toThrow(expect.objectContaining({ code: 'PAYLOAD_TOO_LARGE' }));
     expect(await run.result).toEqual({ output: text('hello'), stopReason: 'completed' });
     expect(() => run.resume!([] as never)).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
     expect(() => run.resume!(text(oversized))).toThrow(expect.objectContaining({ code: 'PAYLOAD_TOO_LARGE' }));
     const resumed = run.resume!(text('still resumable'));
-    expect(await resumed.result).toEqual({ output: text('scripted reply to: still resumable'), stopReason: 'completed' });
+    expect(await resumed.result).toEqual({
+      output: text('scripted reply to: still resumable'),
+      stopReason: 'completed',
+    });
     await resumed.dispose();
   });
 });
@@ -93,7 +199,10 @@ describe('messages and resumes with bad input', () => {
 it('refuses a resume whose conversation outgrew the payload limit with PAYLOAD_TOO_LARGE, and the run stays parked', async () => {
   const small = newService(temporal, { maxPayloadBytes: 20_000 });
   small.registerProvider(scripted);
-  const run = small.start(scripted.name, { ...valid, agentOptions: { script: [{ delayMs: 400, reply: 'ok' }, { reply: 'ok' }] } });
+  const run = small.start(scripted.name, {
+    ...valid,
+    agentOptions: { script: [{ delayMs: 400, reply: 'ok' }, { reply: 'ok' }] },
+  });
   // Each message fits on its own; together they outgrow what a continue-as-new may carry.
   run.sendMessage!(text('y'.repeat(12_000)));
   run.sendMessage!(text('z'.repeat(12_000)));

@@ -60,17 +60,34 @@ it('starts, lists, shows, messages, resumes and logs a run in --json', async () 
     const outcome = json(await cli(['show', id, '--json']));
     return outcome.status === 'parked' ? outcome : undefined;
   }, 20_000);
-  expect(shown).toMatchObject({ id, provider: scripted.name, depth: 1, stopReason: 'completed', turns: 1, lastResult: { stopReason: 'completed' } });
+  expect(shown).toMatchObject({
+    id,
+    provider: scripted.name,
+    depth: 1,
+    stopReason: 'completed',
+    turns: 1,
+    lastResult: { stopReason: 'completed' },
+  });
 
   const listed = await eventually(async () => {
-    const rows = json(await cli(['list', '--provider', scripted.name, '--status', 'parked', '--json'])) as unknown as { id: string }[];
+    const rows = json(await cli(['list', '--provider', scripted.name, '--status', 'parked', '--json'])) as unknown as {
+      id: string;
+    }[];
     return rows.some((row) => row.id === id) ? rows : undefined;
   }, 20_000);
-  expect(listed.find((row) => row.id === id)).toMatchObject({ provider: scripted.name, status: 'parked', stopReason: 'completed' });
+  expect(listed.find((row) => row.id === id)).toMatchObject({
+    provider: scripted.name,
+    status: 'parked',
+    stopReason: 'completed',
+  });
 
   const resumed = await cli(['resume', id, 'second task', '--wait', '--json']);
   expect(resumed.code).toBe(0);
-  expect(json(resumed)).toMatchObject({ id, stopReason: 'completed', output: [{ type: 'text', text: 'scripted reply to: second task' }] });
+  expect(json(resumed)).toMatchObject({
+    id,
+    stopReason: 'completed',
+    output: [{ type: 'text', text: 'scripted reply to: second task' }],
+  });
 
   const logs = await cli(['logs', id, '--no-follow']);
   expect(logs.stdout).toContain(`started on ${scripted.name}: first task`);
@@ -90,7 +107,16 @@ it('sends a message to a running run, and cancels another', async () => {
   }, 20_000);
   expect(done.lastResult.output).toEqual([{ type: 'text', text: 'then got: also this' }]);
 
-  const hanging = json(await cli(['start', scripted.name, 'never ends', '--agent-options', JSON.stringify({ script: [{ hang: true }] }), '--json']));
+  const hanging = json(
+    await cli([
+      'start',
+      scripted.name,
+      'never ends',
+      '--agent-options',
+      JSON.stringify({ script: [{ hang: true }] }),
+      '--json',
+    ]),
+  );
   const cancelled = await cli(['cancel', hanging.id]);
   expect(cancelled.code).toBe(0);
   const shown = await eventually(async () => {
@@ -110,17 +136,27 @@ it('exports an audit trail that verifies, and detects an edited, a removed and a
   expect(types.slice(0, 2)).toEqual(['audit.header', 'start']);
   expect(types).toContain('turn');
   expect(types).toContain('result');
-  expect(await cli(['audit', 'verify', file])).toMatchObject({ code: 0, stdout: expect.stringContaining('chain intact') });
+  expect(await cli(['audit', 'verify', file])).toMatchObject({
+    code: 0,
+    stdout: expect.stringContaining('chain intact'),
+  });
 
   const tampered = (name: string, edit: (records: string[]) => string[]) => {
     const path = join(dir, name);
     writeFileSync(path, edit([...lines]).join('\n') + '\n');
     return path;
   };
-  const edited = tampered('edited.jsonl', (records) => records.map((line, i) => (i === 2 ? line.replace('audited task', 'innocent task') : line)));
+  const edited = tampered('edited.jsonl', (records) =>
+    records.map((line, i) => (i === 2 ? line.replace('audited task', 'innocent task') : line)),
+  );
   const removed = tampered('removed.jsonl', (records) => records.filter((_, i) => i !== 1));
   const truncated = tampered('truncated.jsonl', (records) => records.slice(0, -1));
-  const reordered = tampered('reordered.jsonl', (records) => [records[0]!, records[2]!, records[1]!, ...records.slice(3)]);
+  const reordered = tampered('reordered.jsonl', (records) => [
+    records[0]!,
+    records[2]!,
+    records[1]!,
+    ...records.slice(3),
+  ]);
   for (const path of [edited, removed, truncated, reordered]) {
     const outcome = await cli(['audit', 'verify', path]);
     expect(outcome.code).toBe(5);
@@ -144,11 +180,15 @@ it('runs `subagents dev`: the embedded server and a worker that serve a delegati
   const port = await freePort();
   const cwd = mkdtempSync(join(tmpdir(), 'subagent-dev-'));
   // Runs in a fresh directory (its .data/ goes there), so tsx is imported by its path.
-  const dev = spawn(process.execPath, ['--import', pathToFileURL(require.resolve('tsx')).href, CLI, 'dev', '--port', String(port), '--json'], {
-    cwd,
-    env: { ...process.env, SUBAGENT_PROVIDERS: 'scripted' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const dev = spawn(
+    process.execPath,
+    ['--import', pathToFileURL(require.resolve('tsx')).href, CLI, 'dev', '--port', String(port), '--json'],
+    {
+      cwd,
+      env: { ...process.env, SUBAGENT_PROVIDERS: 'scripted' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const exited = new Promise<number | null>((done) => dev.once('exit', (code) => done(code)));
   try {
     const ready = await new Promise<Record<string, unknown>>((resolveReady, reject) => {

@@ -1,18 +1,21 @@
 // Long segments continue as new between turns when the server suggests it, carrying the
 // conversation and every pending message; a caller waiting on the result follows the run.
 // Runs against a dev server of its own whose continue-as-new threshold is tiny.
-import { Client } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
-import { TemporalSubagentService } from '../../src';
-import { createScriptedProvider, DevServer, FakeOpenAI, ScriptedTurnEvent, startDevServer, startFakeOpenAI, textReply, toolCallReply } from '../../src/testing';
+import {
+  createScriptedProvider,
+  FakeOpenAI,
+  ScriptedTurnEvent,
+  startFakeOpenAI,
+  textReply,
+  toolCallReply,
+} from '../../src/testing';
 import { createSpawnProvider } from '../../src/worker';
-import { eventually, installQuietRuntime, recordingLogger, startWorker, TestTemporal, text } from '../helpers/temporal';
+import { eventually, newService, startTestServer, startWorker, TestServer, text } from '../helpers/temporal';
 
-let server: DevServer;
-let temporal: TestTemporal;
+let temporal: TestServer;
 let fake: FakeOpenAI;
 let stopWorker: () => Promise<void>;
-let service: TemporalSubagentService;
+let service: ReturnType<typeof newService>;
 const events: ScriptedTurnEvent[] = [];
 let onTurnStart: (event: ScriptedTurnEvent) => unknown = () => undefined;
 const scripted = createScriptedProvider({
@@ -23,14 +26,11 @@ const scripted = createScriptedProvider({
 });
 
 beforeAll(async () => {
-  installQuietRuntime();
-  server = await startDevServer({ dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 20 } });
-  const connection = await NativeConnection.connect({ address: server.address });
-  temporal = { address: server.address, namespace: 'default', connection, client: new Client({ connection }), close: () => connection.close() };
+  temporal = await startTestServer({ dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 20 } });
   fake = await startFakeOpenAI();
   const spawn = createSpawnProvider({ endpoint: { baseURL: fake.baseURL, model: 'fake-model' } });
   stopWorker = await startWorker(temporal, [scripted, spawn], { heartbeatIntervalMs: 200 });
-  service = new TemporalSubagentService({ client: temporal.client, logger: recordingLogger() });
+  service = newService(temporal);
   service.registerProvider(scripted);
   service.registerProvider(spawn);
 }, 60_000);
@@ -38,7 +38,6 @@ afterAll(async () => {
   await stopWorker?.();
   await fake?.close();
   await temporal?.close();
-  await server?.stop();
 });
 
 async function runsOf(workflowId: string): Promise<number> {
@@ -78,14 +77,25 @@ it('carries an agent-loop conversation and a waiting message across continue-as-
     const last = request.body.messages.at(-1);
     if (last.role === 'user') return toolCallReply([{ name: 'list_directory', arguments: {} }]);
     // The first answer is slow, so the second message arrives while it is being written.
-    return textReply(`answered ${request.body.messages.length} messages`, { delayMs: fake.requests.length - since === 2 ? 500 : 0 });
+    return textReply(`answered ${request.body.messages.length} messages`, {
+      delayMs: fake.requests.length - since === 2 ? 500 : 0,
+    });
   });
   const run = service.start('spawn', { prompt: text('first'), parent: { id: 'p' } });
   await fake.waitForRequests(since + 2);
   run.sendMessage!(text('second'));
   expect(await run.result).toEqual({ output: text('answered 8 messages'), stopReason: 'completed' });
   const last = fake.requests.at(-1)!.body.messages as { role: string; content: string }[];
-  expect(last.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'user', 'assistant', 'tool']);
+  expect(last.map((m) => m.role)).toEqual([
+    'system',
+    'user',
+    'assistant',
+    'tool',
+    'assistant',
+    'user',
+    'assistant',
+    'tool',
+  ]);
   expect(last.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['first', 'second']);
   expect(await runsOf(run.id)).toBeGreaterThan(1);
   await run.dispose();

@@ -22,7 +22,10 @@ describe('startDevServer', () => {
     const first = await startDevServer({ dbFilename });
     expect(first.address).toMatch(/^127\.0\.0\.1:\d+$/);
     let connection = await Connection.connect({ address: first.address });
-    await new Client({ connection }).workflow.start('neverRuns', { workflowId: 'kept-across-restart', taskQueue: 'nobody' });
+    await new Client({ connection }).workflow.start('neverRuns', {
+      workflowId: 'kept-across-restart',
+      taskQueue: 'nobody',
+    });
     await connection.close();
     await first.stop();
     expect(await portAnswers(first.port)).toBe(false);

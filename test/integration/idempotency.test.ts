@@ -1,7 +1,15 @@
 // Idempotent start: a caller key makes starting twice return the same run and never create two
 // workflows, from any process and after the run closed; the same key for another request is typed.
 import { createScriptedProvider } from '../../src/testing';
-import { connectTestTemporal, eventually, newService, startWorker, TestTemporal, text, uniqueName } from '../helpers/temporal';
+import {
+  connectTestTemporal,
+  eventually,
+  newService,
+  startWorker,
+  TestTemporal,
+  text,
+  uniqueName,
+} from '../helpers/temporal';
 
 let temporal: TestTemporal;
 let stopWorker: () => Promise<void>;
@@ -25,7 +33,8 @@ const request = (key: string, prompt = 'same task') => ({
   idempotencyKey: key,
   agentOptions: { script: [{ delayMs: 300, reply: 'done: {input}' }] },
 });
-const workflowsWithId = async (runId: string) => (await temporal.client.workflow.count(`WorkflowId = '${runId}'`)).count;
+const workflowsWithId = async (runId: string) =>
+  (await temporal.client.workflow.count(`WorkflowId = '${runId}'`)).count;
 
 it('returns the same run for the same key, from another caller too, with one workflow', async () => {
   const key = uniqueName('key');
@@ -61,7 +70,10 @@ it('rejects the result with IDEMPOTENCY_CONFLICT when the key was used for a dif
 
 it('lets exactly one of two racing starts with one key and different requests win', async () => {
   const key = uniqueName('key');
-  const racers = [service.start(scripted.name, request(key, 'one task')), service.start(scripted.name, request(key, 'another task'))];
+  const racers = [
+    service.start(scripted.name, request(key, 'one task')),
+    service.start(scripted.name, request(key, 'another task')),
+  ];
   const settled = await Promise.allSettled(racers.map((run) => run.result));
   const won = settled.filter((outcome) => outcome.status === 'fulfilled');
   const lost = settled.filter((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
@@ -72,13 +84,21 @@ it('lets exactly one of two racing starts with one key and different requests wi
 
 it('treats equal requests as equal whatever the key order of their objects', async () => {
   const key = uniqueName('key');
-  const first = service.start(scripted.name, { ...request(key), agentOptions: { script: [{ delayMs: 100, reply: 'x' }], other: 1 } });
-  const second = service.start(scripted.name, { ...request(key), agentOptions: { other: 1, script: [{ reply: 'x', delayMs: 100 }] } });
+  const first = service.start(scripted.name, {
+    ...request(key),
+    agentOptions: { script: [{ delayMs: 100, reply: 'x' }], other: 1 },
+  });
+  const second = service.start(scripted.name, {
+    ...request(key),
+    agentOptions: { other: 1, script: [{ reply: 'x', delayMs: 100 }] },
+  });
   expect(await second.result).toEqual(await first.result);
 });
 
 it('refuses a malformed key synchronously with INVALID_REQUEST', () => {
-  expect(() => service.start(scripted.name, { ...request(''), idempotencyKey: '' })).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
+  expect(() => service.start(scripted.name, { ...request(''), idempotencyKey: '' })).toThrow(
+    expect.objectContaining({ code: 'INVALID_REQUEST' }),
+  );
   expect(() => service.start(scripted.name, { ...request('k'), idempotencyKey: 7 as never })).toThrow(
     expect.objectContaining({ code: 'INVALID_REQUEST' }),
   );

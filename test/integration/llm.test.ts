@@ -4,10 +4,17 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { STRUCTURED_OUTPUT_INSTRUCTION } from '../../src/worker';
+import { STRUCTURED_OUTPUT_INSTRUCTION, createForkProvider, createSpawnProvider } from '../../src/worker';
 import type { SubagentRun, SubagentRunEndInfo, SubagentSessionEvent } from '../../src';
-import { errorReply, FakeOpenAI, hangReply, refusalReply, startFakeOpenAI, textReply, toolCallReply } from '../../src/testing';
-import { createForkProvider, createSpawnProvider } from '../../src/worker';
+import {
+  errorReply,
+  FakeOpenAI,
+  hangReply,
+  refusalReply,
+  startFakeOpenAI,
+  textReply,
+  toolCallReply,
+} from '../../src/testing';
 import { statusQuery } from '../../workflows/definitions';
 import { connectTestTemporal, newService, startWorker, TestTemporal, text, uniqueName } from '../helpers/temporal';
 
@@ -44,16 +51,20 @@ afterAll(async () => {
 });
 
 const parent = { id: 'parent', session: { header: { id: 'parent-session', cwd } } };
-const startSpawn = (prompt: string, extra: object = {}) => service.start(spawn.name, { prompt: text(prompt), parent, ...extra });
+const startSpawn = (prompt: string, extra: object = {}) =>
+  service.start(spawn.name, { prompt: text(prompt), parent, ...extra });
 /** Requests this test made: the fake records every request in order. */
 function mark() {
   const from = fake.requests.length;
   return () => fake.requests.slice(from);
 }
-const messagesOf = (index: number, since: () => typeof fake.requests) => since()[index]!.body.messages as { role: string; content: string | null; tool_call_id?: string }[];
+const messagesOf = (index: number, since: () => typeof fake.requests) =>
+  since()[index]!.body.messages as { role: string; content: string | null; tool_call_id?: string }[];
 const activityTypes = async (run: SubagentRun) => {
   const history = await temporal.client.workflow.getHandle(run.id).fetchHistory();
-  return history.events!.flatMap((event) => (event.activityTaskScheduledEventAttributes ? [event.activityTaskScheduledEventAttributes.activityType!.name!] : []));
+  return history.events!.flatMap((event) =>
+    event.activityTaskScheduledEventAttributes ? [event.activityTaskScheduledEventAttributes.activityType!.name!] : [],
+  );
 };
 
 describe('spawn', () => {
@@ -74,7 +85,9 @@ describe('spawn', () => {
       'list_directory',
       'search_text',
     ]);
-    expect(await temporal.client.workflow.getHandle(run.id).query(statusQuery)).toMatchObject({ usage: { promptTokens: 12, completionTokens: 3 } });
+    expect(await temporal.client.workflow.getHandle(run.id).query(statusQuery)).toMatchObject({
+      usage: { promptTokens: 12, completionTokens: 3 },
+    });
     await run.dispose();
   });
 
@@ -94,19 +107,32 @@ describe('spawn', () => {
 
   it('runs a tool call as an activity named after the tool and hands its result to the next model call', async () => {
     const since = mark();
-    fake.enqueue(toolCallReply([{ id: 'call-read', name: 'read_file', arguments: { path: 'notes.txt' } }]), textReply('it says 42'));
+    fake.enqueue(
+      toolCallReply([{ id: 'call-read', name: 'read_file', arguments: { path: 'notes.txt' } }]),
+      textReply('it says 42'),
+    );
     const run = startSpawn('what do the notes say?');
     expect(await run.result).toEqual({ output: text('it says 42'), stopReason: 'completed' });
     const messages = messagesOf(1, since);
-    expect(messages.at(-2)).toMatchObject({ role: 'assistant', tool_calls: [{ id: 'call-read', function: { name: 'read_file' } }] });
-    expect(messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: 'call-read', content: expect.stringContaining('the answer is 42') });
+    expect(messages.at(-2)).toMatchObject({
+      role: 'assistant',
+      tool_calls: [{ id: 'call-read', function: { name: 'read_file' } }],
+    });
+    expect(messages.at(-1)).toMatchObject({
+      role: 'tool',
+      tool_call_id: 'call-read',
+      content: expect.stringContaining('the answer is 42'),
+    });
     expect(await activityTypes(run)).toEqual(['subagentModelCall', 'read_file', 'subagentModelCall']);
     await run.dispose();
   });
 
   it('refuses a path that leaves the working directory', async () => {
     const since = mark();
-    fake.enqueue(toolCallReply([{ name: 'read_file', arguments: { path: join('..', outside.split('/').pop()!, 'secret.txt') } }]), textReply('refused'));
+    fake.enqueue(
+      toolCallReply([{ name: 'read_file', arguments: { path: join('..', outside.split('/').pop()!, 'secret.txt') } }]),
+      textReply('refused'),
+    );
     const run = startSpawn('read a secret');
     await run.result;
     const toolMessage = messagesOf(1, since).at(-1)!;
@@ -120,12 +146,17 @@ describe('spawn', () => {
     fake.enqueue(textReply('allowed'));
     const allowed = startSpawn('x', { toolFilter: { allow: ['read_file', 'search_text'], deny: ['search_text'] } });
     await allowed.result;
-    expect(since()[0]!.body.tools.map((tool: { function: { name: string } }) => tool.function.name)).toEqual(['read_file']);
+    expect(since()[0]!.body.tools.map((tool: { function: { name: string } }) => tool.function.name)).toEqual([
+      'read_file',
+    ]);
 
     fake.enqueue(toolCallReply([{ id: 'call-ls', name: 'list_directory', arguments: {} }]), textReply('denied'));
     const denied = startSpawn('y', { toolFilter: { deny: ['list_directory'] } });
     await denied.result;
-    expect(since()[1]!.body.tools.map((tool: { function: { name: string } }) => tool.function.name)).toEqual(['read_file', 'search_text']);
+    expect(since()[1]!.body.tools.map((tool: { function: { name: string } }) => tool.function.name)).toEqual([
+      'read_file',
+      'search_text',
+    ]);
     expect(messagesOf(2, since).at(-1)).toMatchObject({
       role: 'tool',
       tool_call_id: 'call-ls',
@@ -146,7 +177,10 @@ describe('spawn', () => {
     const schema = { type: 'object', properties: { answer: { type: 'integer' } }, required: ['answer'] };
     fake.enqueue(
       toolCallReply([{ name: 'structured_output', arguments: { answer: 'forty-two' } }]),
-      toolCallReply([{ name: 'structured_output', arguments: { answer: 42 } }, { name: 'read_file', arguments: { path: 'notes.txt' } }]),
+      toolCallReply([
+        { name: 'structured_output', arguments: { answer: 42 } },
+        { name: 'read_file', arguments: { path: 'notes.txt' } },
+      ]),
     );
     const run = startSpawn('answer as JSON', { outputSchema: schema });
     const result = await run.result;
@@ -216,7 +250,11 @@ describe('spawn', () => {
     await waitFor(() => since().length === 1);
     run.sendMessage!(text('only the src folder matters'));
     expect(await run.result).toEqual({ output: text('steered'), stopReason: 'completed' });
-    expect(messagesOf(1, since).slice(-2).map((message) => message.role)).toEqual(['tool', 'user']);
+    expect(
+      messagesOf(1, since)
+        .slice(-2)
+        .map((message) => message.role),
+    ).toEqual(['tool', 'user']);
     expect(messagesOf(1, since).at(-1)!.content).toBe('only the src folder matters');
     await run.dispose();
   });
@@ -241,7 +279,12 @@ describe('fork', () => {
   const message = (type: string, data: object): SubagentSessionEvent => ({ type, data });
   const events: SubagentSessionEvent[] = [
     message('user/message', { content: text('parent question one') }),
-    message('assistant/message', { content: [...text('checking'), { type: 'tool-call', id: 'p1', name: 'read_file', arguments: '{"path":"notes.txt"}' }] }),
+    message('assistant/message', {
+      content: [
+        ...text('checking'),
+        { type: 'tool-call', id: 'p1', name: 'read_file', arguments: '{"path":"notes.txt"}' },
+      ],
+    }),
     message('tool/result', { callId: 'p1', content: text('the answer is 42'), isError: false }),
     message('assistant/message', { content: text('parent answer one') }),
     message('turn/end', { reason: { kind: 'completed' } }),
@@ -256,7 +299,10 @@ describe('fork', () => {
   it('sees the parent conversation up to its last completed turn, never the turn in flight, and answers on its own', async () => {
     const since = mark();
     fake.enqueue(textReply('forked answer'));
-    const run = service.start(fork.name, { prompt: text('continue from here'), parent: { ...parent, session: { ...parent.session, events } } });
+    const run = service.start(fork.name, {
+      prompt: text('continue from here'),
+      parent: { ...parent, session: { ...parent.session, events } },
+    });
     expect(await run.result).toEqual({ output: text('forked answer'), stopReason: 'completed' });
     const messages = messagesOf(0, since).slice(1);
     expect(messages.map((m) => `${m.role}:${m.content ?? ''}`)).toEqual([
@@ -275,9 +321,15 @@ describe('fork', () => {
   it('starts fresh when the parent has no completed turn, and spawn never receives the parent log', async () => {
     const since = mark();
     fake.enqueue(textReply('fresh'), textReply('spawned'));
-    const unseeded = service.start(fork.name, { prompt: text('alone'), parent: { ...parent, session: { ...parent.session, events: events.slice(8) } } });
+    const unseeded = service.start(fork.name, {
+      prompt: text('alone'),
+      parent: { ...parent, session: { ...parent.session, events: events.slice(8) } },
+    });
     await unseeded.result;
-    const spawned = service.start(spawn.name, { prompt: text('spawned alone'), parent: { ...parent, session: { ...parent.session, events } } });
+    const spawned = service.start(spawn.name, {
+      prompt: text('spawned alone'),
+      parent: { ...parent, session: { ...parent.session, events } },
+    });
     await spawned.result;
     expect(messagesOf(0, since).slice(1)).toEqual([{ role: 'user', content: 'alone' }]);
     expect(messagesOf(1, since).slice(1)).toEqual([{ role: 'user', content: 'spawned alone' }]);
@@ -288,7 +340,9 @@ describe('fork', () => {
 it('keeps history bytes per model call flat from 10 to 200 calls', async () => {
   const bytesPerCall = async (calls: number) => {
     let made = 0;
-    fake.setHandler(() => (++made < calls ? toolCallReply([{ name: 'list_directory', arguments: { path: 'src' } }]) : textReply('done')));
+    fake.setHandler(() =>
+      ++made < calls ? toolCallReply([{ name: 'list_directory', arguments: { path: 'src' } }]) : textReply('done'),
+    );
     const run = startSpawn(`loop ${calls}`);
     expect((await run.result).stopReason).toBe('completed');
     const info = (await temporal.client.workflow.getHandle(run.id).describe()).raw.workflowExecutionInfo!;

@@ -1,16 +1,13 @@
 // Long runs: 1,000 steering messages over 300 turns in one run stay within Temporal's history
 // limits by continuing as new between turns, and no message is lost at a transition. Runs on a
 // dev server of its own that suggests continue-as-new every 500 events.
-import { Client } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
-import { TemporalSubagentService, type TranscriptEntry } from '../../src';
-import { createScriptedProvider, DevServer, ScriptedTurnEvent, startDevServer } from '../../src/testing';
+import type { TranscriptEntry } from '../../src';
+import { createScriptedProvider, ScriptedTurnEvent } from '../../src/testing';
 import { runContextQuery, sendMessageSignal } from '../../workflows/definitions';
-import { installQuietRuntime, recordingLogger, startWorker, TestTemporal, text } from '../helpers/temporal';
+import { newService, startTestServer, startWorker, TestServer, text } from '../helpers/temporal';
 
 const THRESHOLD = 500;
-let server: DevServer;
-let temporal: TestTemporal;
+let temporal: TestServer;
 let stopWorker: () => Promise<void>;
 let onTurnStart: (event: ScriptedTurnEvent) => Promise<void> = async () => undefined;
 const turnsSeen = new Map<string, Set<number>>();
@@ -21,21 +18,17 @@ const scripted = createScriptedProvider({
     return onTurnStart(event);
   },
 });
-let service: TemporalSubagentService;
+let service: ReturnType<typeof newService>;
 
 beforeAll(async () => {
-  installQuietRuntime();
-  server = await startDevServer({ dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': THRESHOLD } });
-  const connection = await NativeConnection.connect({ address: server.address });
-  temporal = { address: server.address, namespace: 'default', connection, client: new Client({ connection }), close: () => connection.close() };
+  temporal = await startTestServer({ dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': THRESHOLD } });
   stopWorker = await startWorker(temporal, [scripted]);
-  service = new TemporalSubagentService({ client: temporal.client, logger: recordingLogger() });
+  service = newService(temporal);
   service.registerProvider(scripted);
 }, 60_000);
 afterAll(async () => {
   await stopWorker?.();
   await temporal?.close();
-  await server?.stop();
 });
 
 it('carries 1,000 messages over 300 turns through continue-as-new, each once and in order', async () => {
@@ -58,10 +51,13 @@ it('carries 1,000 messages over 300 turns through continue-as-new, each once and
 
   const { entries } = await temporal.client.workflow.getHandle(run.id).query(runContextQuery);
   const users = entries.filter((entry): entry is Extract<TranscriptEntry, { kind: 'user' }> => entry.kind === 'user');
-  expect(users.map((entry) => (entry.content[0] as { text: string }).text)).toEqual(Array.from({ length: 1001 }, (_, i) => `m${i}`));
+  expect(users.map((entry) => (entry.content[0] as { text: string }).text)).toEqual(
+    Array.from({ length: 1001 }, (_, i) => `m${i}`),
+  );
 
   const executions = [];
-  for await (const execution of temporal.client.workflow.list({ query: `WorkflowId = '${run.id}'` })) executions.push(execution);
+  for await (const execution of temporal.client.workflow.list({ query: `WorkflowId = '${run.id}'` }))
+    executions.push(execution);
   expect(executions.length).toBeGreaterThan(3);
   // Each run stops near the threshold: at most one turn's events past it.
   for (const execution of executions) expect(execution.historyLength).toBeLessThan(THRESHOLD + 60);

@@ -21,7 +21,8 @@ afterAll(async () => {
   await temporal?.close();
 });
 
-const status = (runId: string) => temporal.client.workflow.getHandle(runId).query(statusQuery) as Promise<SubagentRunStatus>;
+const status = (runId: string) =>
+  temporal.client.workflow.getHandle(runId).query(statusQuery) as Promise<SubagentRunStatus>;
 const closed = (runId: string) => temporal.client.workflow.getHandle(runId).result() as Promise<SubagentRunOutcome>;
 const delegating = (inner: ScriptedTurn[], reply: string, maxDepth?: number): ScriptedTurn => ({
   delegate: { provider: name, prompt: 'nested task', script: inner, ...(maxDepth === undefined ? {} : { maxDepth }) },
@@ -46,19 +47,30 @@ it('gives each nested run depth + 1 and a link to the run that delegated it', as
   expect(grandchild).toMatchObject({ depth: 3, parentRunId: parent.children[0] });
   // The link and the depth are search attributes too: the Web UI and `subagents list` filter on them.
   const { searchAttributes } = await temporal.client.workflow.getHandle(child.children[0]!).describe();
-  expect(searchAttributes).toMatchObject({ SubagentParentRunId: [parent.children[0]], SubagentDepth: [3], SubagentProvider: [name] });
+  expect(searchAttributes).toMatchObject({
+    SubagentParentRunId: [parent.children[0]],
+    SubagentDepth: [3],
+    SubagentProvider: [name],
+  });
 });
 
 it('holds maxDepth across the process boundary: a nested run inherits the cap of the run above', async () => {
   const run = start([delegating([delegating([{ reply: 'too deep' }], 'child got {child}')], 'parent got {child}')], 2);
-  expect(await run.result).toEqual({ output: text('parent got child got refused: DEPTH_EXCEEDED'), stopReason: 'completed' });
+  expect(await run.result).toEqual({
+    output: text('parent got child got refused: DEPTH_EXCEEDED'),
+    stopReason: 'completed',
+  });
   const parent = await status(run.id);
   expect((await status(parent.children[0]!)).children).toEqual([]);
 });
 
 it('cancels every descendant when a run is cancelled', async () => {
   const run = start([delegating([delegating([{ hang: true }], 'child got {child}')], 'parent got {child}')]);
-  const childrenOf = (runId: string) => status(runId).then((s) => s.children, () => [] as string[]); // not started yet
+  const childrenOf = (runId: string) =>
+    status(runId).then(
+      (s) => s.children,
+      () => [] as string[],
+    ); // not started yet
   const [childId, grandchildId] = await eventually(async () => {
     const [child] = await childrenOf(run.id);
     const [grandchild] = child ? await childrenOf(child) : [];

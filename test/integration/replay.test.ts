@@ -1,11 +1,19 @@
 // Determinism: recorded histories of the shipped run workflow replay against the current code.
 // A failure here means a workflow change needs `patched()`; never re-record to make it pass.
-import { readFileSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
-import { createScriptedProvider } from '../../src/testing';
-import { connectTestTemporal, eventually, installQuietRuntime, newService, startWorker, text, uniqueName, workflowBundle } from '../helpers/temporal';
+import { createScriptedProvider, replayHistoryFile } from '../../src/testing';
+import {
+  connectTestTemporal,
+  eventually,
+  installQuietRuntime,
+  newService,
+  startWorker,
+  text,
+  uniqueName,
+  workflowBundle,
+} from '../helpers/temporal';
 
 const HISTORIES = join(__dirname, '..', 'histories');
 
@@ -26,8 +34,9 @@ describe('replay', () => {
   });
 
   it.each(files)('replays %s without a determinism error', async (file) => {
-    const history = historyFromJSON(JSON.parse(readFileSync(join(HISTORIES, file), 'utf8')));
-    await expect(Worker.runReplayHistory({ workflowBundle: workflowBundle() }, history)).resolves.toBeUndefined();
+    await expect(
+      replayHistoryFile(join(HISTORIES, file), { workflowBundle: workflowBundle() }),
+    ).resolves.toBeUndefined();
   });
 
   it('replays a history recorded live from the current code', async () => {

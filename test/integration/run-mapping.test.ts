@@ -1,18 +1,38 @@
 // Every row of the seam → Temporal mapping, against the real dev server: one workflow per run,
 // cancel, steering, resume, dispose, attach, depth.
 import { WorkflowExecutionStatusName } from '@temporalio/client';
-import { type ResolvedSubagentRequest, SubagentDepthError, type SubagentProvider, type SubagentResult, type SubagentRun, type SubagentRunInfo, type SubagentTurnProvider } from '../../src';
+import {
+  type ResolvedSubagentRequest,
+  SubagentDepthError,
+  type SubagentProvider,
+  type SubagentResult,
+  type SubagentRun,
+  type SubagentRunInfo,
+  type SubagentTurnProvider,
+} from '../../src';
 import { createScriptedProvider, ScriptedTurn, ScriptedTurnEvent } from '../../src/testing';
 import { hostSeamProvider } from '../../src/worker';
 import { SubagentRunOutcome } from '../../workflows/definitions';
-import { connectTestTemporal, eventually, newService, startWorker, TestTemporal, text, uniqueName } from '../helpers/temporal';
+import {
+  connectTestTemporal,
+  eventually,
+  newService,
+  startWorker,
+  TestTemporal,
+  text,
+  uniqueName,
+} from '../helpers/temporal';
 
 let temporal: TestTemporal;
 let stopWorker: () => Promise<void>;
 const turnEvents: ScriptedTurnEvent[] = [];
 const observer = (event: ScriptedTurnEvent) => turnEvents.push(event);
 const scripted = createScriptedProvider({ name: uniqueName('scripted'), observer });
-const shortWindow = createScriptedProvider({ name: uniqueName('short'), observer, runSettings: { resumeWindow: '1 second' } });
+const shortWindow = createScriptedProvider({
+  name: uniqueName('short'),
+  observer,
+  runSettings: { resumeWindow: '1 second' },
+});
 const plain = createScriptedProvider({ name: uniqueName('plain'), observer, steering: false, resumable: false });
 const seenRequests: ResolvedSubagentRequest[] = [];
 const recorder: SubagentTurnProvider = {
@@ -77,7 +97,12 @@ describe('start', () => {
       refusal = err;
     }
     expect(refusal).toBeInstanceOf(SubagentDepthError);
-    expect(refusal).toMatchObject({ code: 'DEPTH_EXCEEDED', attemptedDepth: 3, maxDepth: 2, name: 'SubagentDepthError' });
+    expect(refusal).toMatchObject({
+      code: 'DEPTH_EXCEEDED',
+      attemptedDepth: 3,
+      maxDepth: 2,
+      name: 'SubagentDepthError',
+    });
     expect((refusal as Error).message).toBe('subagent depth 3 exceeds maxDepth 2');
     expect(starts).toHaveLength(0);
 
@@ -334,7 +359,10 @@ describe('hostSeamProvider', () => {
         if (prompt === 'hang') {
           request.signal!.addEventListener('abort', () => resolve({ output: [], stopReason: 'aborted' }));
         } else {
-          resolve({ output: text(`in-process: ${prompt} at depth ${request.parent.options?.subagentDepth}`), stopReason: 'completed' });
+          resolve({
+            output: text(`in-process: ${prompt} at depth ${request.parent.options?.subagentDepth}`),
+            stopReason: 'completed',
+          });
         }
       });
       return { id: 'inner', result, cancel() {}, dispose: async () => {} };
@@ -349,7 +377,10 @@ describe('hostSeamProvider', () => {
   afterAll(() => stopSeamWorker?.());
 
   it('runs an in-process seam provider as one durable activity and maps its result', async () => {
-    const run = service.start(seamProvider.name, { prompt: text('task'), parent: { id: 'p', options: { subagentDepth: 1 } } });
+    const run = service.start(seamProvider.name, {
+      prompt: text('task'),
+      parent: { id: 'p', options: { subagentDepth: 1 } },
+    });
     expect('sendMessage' in run).toBe(false);
     expect(await run.result).toEqual({ output: text('in-process: task at depth 1'), stopReason: 'completed' });
     await run.dispose();

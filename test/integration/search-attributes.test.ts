@@ -5,7 +5,15 @@ import { Client } from '@temporalio/client';
 import Long from 'long';
 import { ensureSearchAttributes, TemporalSubagentService } from '../../src';
 import { createScriptedProvider } from '../../src/testing';
-import { connectTestTemporal, eventually, recordingLogger, startWorker, TestTemporal, text, uniqueName } from '../helpers/temporal';
+import {
+  connectTestTemporal,
+  eventually,
+  recordingLogger,
+  startWorker,
+  TestTemporal,
+  text,
+  uniqueName,
+} from '../helpers/temporal';
 
 const namespace = uniqueName('bare-namespace');
 let temporal: TestTemporal;
@@ -14,10 +22,19 @@ const scripted = createScriptedProvider({ name: uniqueName('sa') });
 
 beforeAll(async () => {
   const base = await connectTestTemporal();
-  await base.connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: { seconds: Long.fromNumber(86_400) } });
+  await base.connection.workflowService.registerNamespace({
+    namespace,
+    workflowExecutionRetentionPeriod: { seconds: Long.fromNumber(86_400) },
+  });
   await base.close();
   temporal = await connectTestTemporal(namespace);
-  await eventually(async () => (await temporal.connection.workflowService.describeNamespace({ namespace }).then(() => true, () => undefined)));
+  await eventually(
+    async () =>
+      await temporal.connection.workflowService.describeNamespace({ namespace }).then(
+        () => true,
+        () => undefined,
+      ),
+  );
   stopWorker = await startWorker(temporal, [scripted]);
 });
 afterAll(async () => {
@@ -27,14 +44,19 @@ afterAll(async () => {
 
 it('starts runs without search attributes where the namespace lacks them, and with them once registered', async () => {
   const logger = recordingLogger();
-  const service = new TemporalSubagentService({ client: new Client({ connection: temporal.connection, namespace }), logger });
+  const service = new TemporalSubagentService({
+    client: new Client({ connection: temporal.connection, namespace }),
+    logger,
+  });
   service.registerProvider(scripted);
   const first = service.start(scripted.name, { prompt: text('one'), parent: { id: 'p' } });
   expect(await first.result).toEqual({ output: text('scripted reply to: one'), stopReason: 'completed' });
   const second = service.start(scripted.name, { prompt: text('two'), parent: { id: 'p' } });
   await second.result;
   expect(logger.warnings).toEqual([expect.stringContaining('does not know the subagent search attributes')]);
-  expect((await temporal.client.workflow.getHandle(first.id).describe()).searchAttributes).not.toHaveProperty('SubagentProvider');
+  expect((await temporal.client.workflow.getHandle(first.id).describe()).searchAttributes).not.toHaveProperty(
+    'SubagentProvider',
+  );
 
   expect(await ensureSearchAttributes(temporal.connection, namespace)).toEqual([
     'SubagentProvider',
@@ -44,11 +66,19 @@ it('starts runs without search attributes where the namespace lacks them, and wi
     'SubagentStopReason',
   ]);
   expect(await ensureSearchAttributes(temporal.connection, namespace)).toEqual([]);
-  const indexed = new TemporalSubagentService({ client: new Client({ connection: temporal.connection, namespace }), logger: recordingLogger() });
+  const indexed = new TemporalSubagentService({
+    client: new Client({ connection: temporal.connection, namespace }),
+    logger: recordingLogger(),
+  });
   indexed.registerProvider(scripted);
   const third = indexed.start(scripted.name, { prompt: text('three'), parent: { id: 'p' } });
   await third.result;
   const { searchAttributes } = await temporal.client.workflow.getHandle(third.id).describe();
-  expect(searchAttributes).toMatchObject({ SubagentProvider: [scripted.name], SubagentStatus: ['parked'], SubagentStopReason: ['completed'], SubagentDepth: [1] });
+  expect(searchAttributes).toMatchObject({
+    SubagentProvider: [scripted.name],
+    SubagentStatus: ['parked'],
+    SubagentStopReason: ['completed'],
+    SubagentDepth: [1],
+  });
   await Promise.all([first.dispose(), second.dispose(), third.dispose()]);
 });

@@ -1,9 +1,24 @@
 // The seam's service conformance list (seam-spec §7.1), adapted to the durable facade: registry,
 // capability checks in order, events with per-listener containment and the deep clone.
 import { Client, Connection } from '@temporalio/client';
-import { HarnessError, SubagentError, type SubagentProviderDescriptor, type SubagentRunEndInfo, type SubagentRunInfo, TemporalSubagentService } from '../../src';
+import {
+  HarnessError,
+  SubagentError,
+  type SubagentProviderDescriptor,
+  type SubagentRunEndInfo,
+  type SubagentRunInfo,
+  TemporalSubagentService,
+} from '../../src';
 import { createScriptedProvider } from '../../src/testing';
-import { connectTestTemporal, newService, recordingLogger, startWorker, TestTemporal, text, uniqueName } from '../helpers/temporal';
+import {
+  connectTestTemporal,
+  newService,
+  recordingLogger,
+  startWorker,
+  TestTemporal,
+  text,
+  uniqueName,
+} from '../helpers/temporal';
 
 let temporal: TestTemporal;
 let stopWorker: () => Promise<void>;
@@ -44,7 +59,10 @@ describe('registration', () => {
     const first = descriptor('dup');
     service.registerProvider(first);
     expect(() => service.registerProvider(descriptor('dup'))).toThrow(
-      expect.objectContaining({ code: 'DUPLICATE_PROVIDER', message: 'a subagent provider named "dup" is already registered' }),
+      expect.objectContaining({
+        code: 'DUPLICATE_PROVIDER',
+        message: 'a subagent provider named "dup" is already registered',
+      }),
     );
     expect(service.getProvider('dup')).toBe(first);
   });
@@ -90,7 +108,9 @@ describe('registration', () => {
     expect(() => dispose()).not.toThrow();
     expect(later).toEqual(['z']);
     expect(service.list()).toEqual([]);
-    expect(logger.warnings).toEqual([expect.stringContaining('subagent/provider-removed listener threw: Error: bad listener')]);
+    expect(logger.warnings).toEqual([
+      expect.stringContaining('subagent/provider-removed listener threw: Error: bad listener'),
+    ]);
   });
 
   it('rejects run settings that cannot work with INVALID_CONFIG at registration', () => {
@@ -108,7 +128,10 @@ describe('start checks', () => {
     service.registerProvider(descriptor('spawn'));
     service.registerProvider(descriptor('fork'));
     expect(() => service.start('acp', request)).toThrow(
-      expect.objectContaining({ code: 'NO_PROVIDER', message: 'no subagent provider registered for "acp" (registered: spawn, fork)' }),
+      expect.objectContaining({
+        code: 'NO_PROVIDER',
+        message: 'no subagent provider registered for "acp" (registered: spawn, fork)',
+      }),
     );
   });
 
@@ -152,8 +175,16 @@ describe('start checks', () => {
 
   it('treats a capability field set to undefined as absent', async () => {
     const service = newService(temporal);
-    service.registerProvider({ ...scripted, capabilities: { outputSchema: false, depthLimit: false, toolFilter: false } });
-    const run = service.start(scripted.name, { ...request, outputSchema: undefined, maxDepth: undefined, toolFilter: undefined });
+    service.registerProvider({
+      ...scripted,
+      capabilities: { outputSchema: false, depthLimit: false, toolFilter: false },
+    });
+    const run = service.start(scripted.name, {
+      ...request,
+      outputSchema: undefined,
+      maxDepth: undefined,
+      toolFilter: undefined,
+    });
     expect((await run.result).stopReason).toBe('completed');
     await run.dispose();
   });

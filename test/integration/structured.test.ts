@@ -1,12 +1,19 @@
 // The structured-output capture runtime, durable (seam-spec §4, §7.3 adapted): the capture ends
 // the turn, invalid values go back to the child, calls after a capture are denied, the nudge loop,
 // cancellation during it, concurrent runs with their own schemas, the schema snapshot.
-import { createStructuredOutputRuntime, STRUCTURED_OUTPUT_INSTRUCTION } from '../../src/worker';
 import { OutputSchemaError, StructuredOutputSchema, type SubagentProvider, type SubagentRun } from '../../src';
 import { createScriptedProvider, ScriptedTurn, ScriptedTurnEvent } from '../../src/testing';
-import { hostSeamProvider } from '../../src/worker';
+import { createStructuredOutputRuntime, hostSeamProvider, STRUCTURED_OUTPUT_INSTRUCTION } from '../../src/worker';
 import { STRUCTURED_OUTPUT_NUDGE } from '../../workflows/definitions';
-import { connectTestTemporal, eventually, newService, startWorker, TestTemporal, text, uniqueName } from '../helpers/temporal';
+import {
+  connectTestTemporal,
+  eventually,
+  newService,
+  startWorker,
+  TestTemporal,
+  text,
+  uniqueName,
+} from '../helpers/temporal';
 
 let temporal: TestTemporal;
 let stopWorker: () => Promise<void>;
@@ -17,7 +24,11 @@ const observer = (event: ScriptedTurnEvent) => {
   return onEvent(event);
 };
 const scripted = createScriptedProvider({ name: uniqueName('structured'), observer });
-const noNudge = createScriptedProvider({ name: uniqueName('no-nudge'), observer, runSettings: { structuredNudgeRetries: 0 } });
+const noNudge = createScriptedProvider({
+  name: uniqueName('no-nudge'),
+  observer,
+  runSettings: { structuredNudgeRetries: 0 },
+});
 const innerStructured: SubagentProvider = {
   name: uniqueName('seam-structured'),
   capabilities: { outputSchema: true, depthLimit: false, toolFilter: false },
@@ -25,14 +36,21 @@ const innerStructured: SubagentProvider = {
   start(request) {
     const prompt = request.prompt.map((block) => (block.type === 'text' ? block.text : '')).join('');
     const structured = JSON.parse(prompt) as unknown;
-    return { id: 'inner', result: Promise.resolve({ output: [], structured, stopReason: 'completed' }), cancel() {}, dispose: async () => {} };
+    return {
+      id: 'inner',
+      result: Promise.resolve({ output: [], structured, stopReason: 'completed' }),
+      cancel() {},
+      dispose: async () => {},
+    };
   },
 };
 let service: ReturnType<typeof newService>;
 
 beforeAll(async () => {
   temporal = await connectTestTemporal();
-  stopWorker = await startWorker(temporal, [scripted, noNudge, hostSeamProvider(innerStructured)], { heartbeatIntervalMs: 200 });
+  stopWorker = await startWorker(temporal, [scripted, noNudge, hostSeamProvider(innerStructured)], {
+    heartbeatIntervalMs: 200,
+  });
   service = newService(temporal);
   for (const provider of [scripted, noNudge, innerStructured]) service.registerProvider(provider);
 });
@@ -58,7 +76,8 @@ const startStructured = (script: ScriptedTurn[], provider = scripted.name, outpu
     outputSchema: outputSchema as Record<string, unknown>,
     agentOptions: { script: script as never },
   });
-const eventsOf = (run: SubagentRun, kind: ScriptedTurnEvent['kind']) => events.filter((e) => e.runId === run.id && e.kind === kind);
+const eventsOf = (run: SubagentRun, kind: ScriptedTurnEvent['kind']) =>
+  events.filter((e) => e.runId === run.id && e.kind === kind);
 const turnsOf = (run: SubagentRun) => eventsOf(run, 'turn-start').map((event) => event.input);
 
 describe('capture', () => {
@@ -75,7 +94,9 @@ describe('capture', () => {
   });
 
   it('an invalid call returns the violations to the child, which retries in the same turn', async () => {
-    const run = startStructured([{ calls: [capture({ answer: 5, extra: true }), capture({ answer: 'five', confidence: 0.5 })] }]);
+    const run = startStructured([
+      { calls: [capture({ answer: 5, extra: true }), capture({ answer: 'five', confidence: 0.5 })] },
+    ]);
     const result = await run.result;
     expect(result.structured).toEqual({ answer: 'five', confidence: 0.5 });
     expect(result.stopReason).toBe('completed');
@@ -83,7 +104,8 @@ describe('capture', () => {
       {
         name: 'structured_output',
         isError: true,
-        result: 'Error: invalid arguments: "value.answer" must be a string; "value.extra" is not a declared property (additionalProperties: false)',
+        result:
+          'Error: invalid arguments: "value.answer" must be a string; "value.extra" is not a declared property (additionalProperties: false)',
       },
       { name: 'structured_output', isError: false, result: 'Structured output recorded.' },
     ]);
@@ -92,12 +114,23 @@ describe('capture', () => {
   });
 
   it('denies every tool call after the capture, a second structured_output included', async () => {
-    const run = startStructured([{ calls: [capture({ answer: 'first' }), { name: 'read_file', arguments: {} }, capture({ answer: 'second' })] }]);
+    const run = startStructured([
+      { calls: [capture({ answer: 'first' }), { name: 'read_file', arguments: {} }, capture({ answer: 'second' })] },
+    ]);
     expect((await run.result).structured).toEqual({ answer: 'first' });
     expect(eventsOf(run, 'tool-result').map((event) => event.tool)).toEqual([
       { name: 'structured_output', isError: false, result: 'Structured output recorded.' },
-      { name: 'read_file', isError: true, result: 'Error: structured output already recorded: the run is complete, so `read_file` is not executed' },
-      { name: 'structured_output', isError: true, result: 'Error: structured output already recorded: the run is complete, so `structured_output` is not executed' },
+      {
+        name: 'read_file',
+        isError: true,
+        result: 'Error: structured output already recorded: the run is complete, so `read_file` is not executed',
+      },
+      {
+        name: 'structured_output',
+        isError: true,
+        result:
+          'Error: structured output already recorded: the run is complete, so `structured_output` is not executed',
+      },
     ]);
     await run.dispose();
   });
@@ -181,7 +214,11 @@ describe('the nudge loop', () => {
 
 describe('schemas', () => {
   it('gives two concurrent runs each their own schema and capture', async () => {
-    const other: StructuredOutputSchema = { type: 'object', properties: { count: { type: 'integer' } }, required: ['count'] };
+    const other: StructuredOutputSchema = {
+      type: 'object',
+      properties: { count: { type: 'integer' } },
+      required: ['count'],
+    };
     const [a, b] = [
       startStructured([{ calls: [capture({ count: 3 }), capture({ answer: 'a' })] }]),
       startStructured([{ calls: [capture({ answer: 'b' })] }], scripted.name, other),
@@ -190,7 +227,9 @@ describe('schemas', () => {
     expect(resultA.structured).toEqual({ answer: 'a' });
     expect(eventsOf(a, 'tool-result')[0]!.tool!.isError).toBe(true);
     expect(resultB.structured).toBeUndefined();
-    expect(eventsOf(b, 'tool-result')[0]!.tool!.result).toBe('Error: invalid arguments: missing required property "value.count"');
+    expect(eventsOf(b, 'tool-result')[0]!.tool!.result).toBe(
+      'Error: invalid arguments: missing required property "value.count"',
+    );
     expect(eventsOf(a, 'turn-start')[0]!.structuredSchema).toEqual(schema);
     expect(eventsOf(b, 'turn-start')[0]!.structuredSchema).toEqual(other);
     await Promise.all([a.dispose(), b.dispose()]);
@@ -198,7 +237,11 @@ describe('schemas', () => {
 
   it('snapshots the schema at start: a later change to the caller object changes nothing', async () => {
     const mutable = JSON.parse(JSON.stringify(schema)) as { properties: { answer: { type: string } } };
-    const run = startStructured([{ delayMs: 300, calls: [capture({ answer: 'still a string' })] }], scripted.name, mutable);
+    const run = startStructured(
+      [{ delayMs: 300, calls: [capture({ answer: 'still a string' })] }],
+      scripted.name,
+      mutable,
+    );
     mutable.properties.answer.type = 'number';
     expect((await run.result).structured).toEqual({ answer: 'still a string' });
     await run.dispose();
@@ -226,21 +269,29 @@ describe('schemas', () => {
   it('checks the capability before the schema: UNSUPPORTED_CAPABILITY for a provider without outputSchema', () => {
     const bare = newService(temporal);
     bare.registerProvider({ ...scripted, capabilities: { ...scripted.capabilities, outputSchema: false } });
-    expect(() => bare.start(scripted.name, { prompt: text('x'), parent: { id: 'p' }, outputSchema: { type: 'weird' } })).toThrow(
-      expect.objectContaining({ code: 'UNSUPPORTED_CAPABILITY' }),
-    );
+    expect(() =>
+      bare.start(scripted.name, { prompt: text('x'), parent: { id: 'p' }, outputSchema: { type: 'weird' } }),
+    ).toThrow(expect.objectContaining({ code: 'UNSUPPORTED_CAPABILITY' }));
   });
 });
 
 describe('a hosted seam provider that captures itself', () => {
   it('passes a valid structured value through', async () => {
-    const run = service.start(innerStructured.name, { prompt: text('{"answer":"inner"}'), parent: { id: 'p' }, outputSchema: schema as never });
+    const run = service.start(innerStructured.name, {
+      prompt: text('{"answer":"inner"}'),
+      parent: { id: 'p' },
+      outputSchema: schema as never,
+    });
     expect(await run.result).toEqual({ output: [], structured: { answer: 'inner' }, stopReason: 'completed' });
     await run.dispose();
   });
 
   it('turns an invalid structured value into error with the violations', async () => {
-    const run = service.start(innerStructured.name, { prompt: text('{"answer":1}'), parent: { id: 'p' }, outputSchema: schema as never });
+    const run = service.start(innerStructured.name, {
+      prompt: text('{"answer":1}'),
+      parent: { id: 'p' },
+      outputSchema: schema as never,
+    });
     const result = await run.result;
     expect(result).toEqual({
       output: [],
@@ -261,7 +312,9 @@ describe('the runtime a provider is handed', () => {
   });
 
   it('ends the system prompt with the calling instruction', () => {
-    expect(runtime().systemPrompt('You are a careful reviewer.')).toBe(`You are a careful reviewer.\n\n${STRUCTURED_OUTPUT_INSTRUCTION}`);
+    expect(runtime().systemPrompt('You are a careful reviewer.')).toBe(
+      `You are a careful reviewer.\n\n${STRUCTURED_OUTPUT_INSTRUCTION}`,
+    );
   });
 
   it('captures the parsed arguments as sent and reads an empty argument string as {}', () => {
@@ -277,8 +330,15 @@ it('replays a run whose history holds a capture to the same result', async () =>
   await run.result;
   await run.dispose();
   const handle = temporal.client.workflow.getHandle(run.id);
-  const outcome = await eventually(async () => ((await handle.describe()).status.name === 'COMPLETED' ? handle.result() : undefined));
+  const outcome = await eventually(async () =>
+    (await handle.describe()).status.name === 'COMPLETED' ? handle.result() : undefined,
+  );
   expect(outcome).toMatchObject({ result: { structured: { answer: 'recorded' } } });
   const { Worker } = await import('@temporalio/worker');
-  await expect(Worker.runReplayHistory({ workflowBundle: { codePath: process.env.TEMPORAL_TEST_BUNDLE! } }, await handle.fetchHistory())).resolves.toBeUndefined();
+  await expect(
+    Worker.runReplayHistory(
+      { workflowBundle: { codePath: process.env.TEMPORAL_TEST_BUNDLE! } },
+      await handle.fetchHistory(),
+    ),
+  ).resolves.toBeUndefined();
 });

@@ -5,11 +5,37 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, stepCountIs } from 'ai';
 import OpenAI from 'openai';
-import { createSubagentResultTool, createSubagentTool, runOpenAIToolCall, type SubagentRun, SubagentStarter, toAiSdkTool, toOpenAITool } from '../../src';
-import { createScriptedProvider, FakeChatRequest, FakeOpenAI, ScriptedTurnEvent, spawnReadyProcess, startFakeOpenAI, textReply, toolCallReply } from '../../src/testing';
+import {
+  createSubagentResultTool,
+  createSubagentTool,
+  runOpenAIToolCall,
+  type SubagentRun,
+  SubagentStarter,
+  toAiSdkTool,
+  toOpenAITool,
+} from '../../src';
+import {
+  createScriptedProvider,
+  FakeChatRequest,
+  FakeOpenAI,
+  ScriptedTurnEvent,
+  spawnReadyProcess,
+  startFakeOpenAI,
+  textReply,
+  toolCallReply,
+} from '../../src/testing';
 import { builtinFileTools, createDelegationTool, createSpawnProvider } from '../../src/worker';
 import { statusQuery, SubagentRunOutcome, SubagentRunStatus } from '../../workflows/definitions';
-import { connectTestTemporal, eventually, fixture, newService, startWorker, TestTemporal, text, uniqueName } from '../helpers/temporal';
+import {
+  connectTestTemporal,
+  eventually,
+  fixture,
+  newService,
+  startWorker,
+  TestTemporal,
+  text,
+  uniqueName,
+} from '../helpers/temporal';
 
 let temporal: TestTemporal;
 let fake: FakeOpenAI;
@@ -43,7 +69,8 @@ const parent = { id: 'parent-agent' };
 const args = (prompt: string) => ({ description: 'a delegated task', prompt });
 const scriptedTool = (script: object[], extra: object = {}) =>
   createSubagentTool(service, { provider: scripted.name, agentOptions: { script: script as never }, ...extra });
-const closedOutcome = (runId: string) => temporal.client.workflow.getHandle(runId).result() as Promise<SubagentRunOutcome>;
+const closedOutcome = (runId: string) =>
+  temporal.client.workflow.getHandle(runId).result() as Promise<SubagentRunOutcome>;
 
 /** The real service, recording the runs it started and their disposals (not a Temporal mock). */
 function recording(overrides: { result?: (run: SubagentRun) => Promise<never> } = {}) {
@@ -86,15 +113,23 @@ describe('wording', () => {
   });
 
   it('refuses a provider that is not registered with NO_PROVIDER', () => {
-    expect(() => createSubagentTool(service, { provider: 'nobody' })).toThrow(expect.objectContaining({ code: 'NO_PROVIDER' }));
+    expect(() => createSubagentTool(service, { provider: 'nobody' })).toThrow(
+      expect.objectContaining({ code: 'NO_PROVIDER' }),
+    );
   });
 });
 
 describe('execute', () => {
   it('returns the child answer as text and disposes the run', async () => {
     const { starter, runs } = recording();
-    const tool = createSubagentTool(starter, { provider: scripted.name, agentOptions: { script: [{ reply: 'child says {input}' }] as never } });
-    expect(await tool.execute(args('hello'), { parent })).toEqual({ isError: false, content: text('child says hello') });
+    const tool = createSubagentTool(starter, {
+      provider: scripted.name,
+      agentOptions: { script: [{ reply: 'child says {input}' }] as never },
+    });
+    expect(await tool.execute(args('hello'), { parent })).toEqual({
+      isError: false,
+      content: text('child says hello'),
+    });
     expect(runs.map((entry) => entry.disposed)).toEqual([1]);
     expect((await closedOutcome(runs[0]!.run.id)).closedBy).toBe('disposed');
   });
@@ -107,7 +142,10 @@ describe('execute', () => {
     ['gave-up', 'subagent run ended abnormally (gave-up)'],
   ])('turns a %s result into an error with a fixed message, and disposes', async (stopReason, message) => {
     const { starter, runs } = recording();
-    const tool = createSubagentTool(starter, { provider: scripted.name, agentOptions: { script: [{ reply: 'partial', stopReason }] as never } });
+    const tool = createSubagentTool(starter, {
+      provider: scripted.name,
+      agentOptions: { script: [{ reply: 'partial', stopReason }] as never },
+    });
     const outcome = await tool.execute(args('x'), { parent });
     expect(outcome.isError).toBe(true);
     expect((outcome.content[0] as { text: string }).text).toBe(`Error: ${message}`);
@@ -118,7 +156,10 @@ describe('execute', () => {
     const { starter, runs } = recording({ result: () => Promise.reject(new Error('connection lost')) });
     const tool = createSubagentTool(starter, { provider: scripted.name });
     const outcome = await tool.execute(args('x'), { parent });
-    expect(outcome).toEqual({ isError: true, content: text('Error: subagent run failed before producing a result: connection lost') });
+    expect(outcome).toEqual({
+      isError: true,
+      content: text('Error: subagent run failed before producing a result: connection lost'),
+    });
     expect(runs[0]!.disposed).toBe(1);
   });
 
@@ -132,14 +173,26 @@ describe('execute', () => {
 
   it('checks the model arguments', async () => {
     const tool = scriptedTool([]);
-    expect(await tool.execute({ description: 'x' }, { parent })).toEqual({ isError: true, content: text('Error: invalid arguments: missing required property "prompt"') });
-    expect(await tool.execute({ description: 'x', prompt: 5 }, { parent })).toEqual({ isError: true, content: text('Error: invalid arguments: "prompt" must be a string') });
-    expect(await tool.execute(args('x'), {})).toMatchObject({ isError: true, content: text('Error: subagent tool requires a calling agent (context.parent was undefined)') });
+    expect(await tool.execute({ description: 'x' }, { parent })).toEqual({
+      isError: true,
+      content: text('Error: invalid arguments: missing required property "prompt"'),
+    });
+    expect(await tool.execute({ description: 'x', prompt: 5 }, { parent })).toEqual({
+      isError: true,
+      content: text('Error: invalid arguments: "prompt" must be a string'),
+    });
+    expect(await tool.execute(args('x'), {})).toMatchObject({
+      isError: true,
+      content: text('Error: subagent tool requires a calling agent (context.parent was undefined)'),
+    });
   });
 
   it('cancels the run when the caller aborts mid-run, and disposes it', async () => {
     const { starter, runs } = recording();
-    const tool = createSubagentTool(starter, { provider: scripted.name, agentOptions: { script: [{ hang: true }] as never } });
+    const tool = createSubagentTool(starter, {
+      provider: scripted.name,
+      agentOptions: { script: [{ hang: true }] as never },
+    });
     const controller = new AbortController();
     const pending = tool.execute(args('long task'), { parent, signal: controller.signal });
     await eventually(() => events.find((e) => e.runId === runs[0]?.run.id && e.kind === 'turn-start'));
@@ -154,7 +207,10 @@ describe('execute', () => {
     const tool = createSubagentTool(starter, { provider: scripted.name });
     const controller = new AbortController();
     controller.abort();
-    expect(await tool.execute(args('never'), { parent, signal: controller.signal })).toEqual({ isError: true, content: text('Error: subagent run was cancelled') });
+    expect(await tool.execute(args('never'), { parent, signal: controller.signal })).toEqual({
+      isError: true,
+      content: text('Error: subagent run was cancelled'),
+    });
     expect(events.filter((e) => e.runId === runs[0]!.run.id)).toEqual([]);
     expect(runs[0]!.disposed).toBe(1);
   });
@@ -163,7 +219,10 @@ describe('execute', () => {
     const tool = scriptedTool([{ calls: [{ name: 'structured_output', arguments: { verdict: 'ship' } }] }], {
       outputSchema: { type: 'object', properties: { verdict: { type: 'string' } }, required: ['verdict'] },
     });
-    expect(await tool.execute(args('judge'), { parent })).toEqual({ isError: false, content: text('{"verdict":"ship"}') });
+    expect(await tool.execute(args('judge'), { parent })).toEqual({
+      isError: false,
+      content: text('{"verdict":"ship"}'),
+    });
   });
 });
 
@@ -172,25 +231,42 @@ describe('a parent model calling the tool', () => {
     const last = request.body.messages.at(-1);
     return last.role === 'tool'
       ? textReply(`the child said: ${last.content}`)
-      : toolCallReply([{ id: 'call-sub', name: 'subagent', arguments: { description: 'ask the child', prompt: 'find the answer' } }]);
+      : toolCallReply([
+          { id: 'call-sub', name: 'subagent', arguments: { description: 'ask the child', prompt: 'find the answer' } },
+        ]);
   };
 
   it('delegates through the OpenAI function-tool shape and reads the answer from the tool message', async () => {
     fake.setHandler(parentTurn);
     const tool = scriptedTool([{ reply: 'the answer is 42' }]);
     const client = new OpenAI({ baseURL: fake.baseURL, apiKey: 'test', maxRetries: 0 });
-    const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: 'user', content: 'what is the answer?' }];
-    const first = await client.chat.completions.create({ model: 'parent-model', messages, tools: [toOpenAITool(tool)] });
-    const call = first.choices[0]!.message.tool_calls![0]! as { id: string; function: { name: string; arguments: string } };
+    const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'what is the answer?' },
+    ];
+    const first = await client.chat.completions.create({
+      model: 'parent-model',
+      messages,
+      tools: [toOpenAITool(tool)],
+    });
+    const call = first.choices[0]!.message.tool_calls![0]! as {
+      id: string;
+      function: { name: string; arguments: string };
+    };
     messages.push(first.choices[0]!.message, await runOpenAIToolCall(tool, call, { parent }));
-    const second = await client.chat.completions.create({ model: 'parent-model', messages, tools: [toOpenAITool(tool)] });
+    const second = await client.chat.completions.create({
+      model: 'parent-model',
+      messages,
+      tools: [toOpenAITool(tool)],
+    });
     expect(second.choices[0]!.message.content).toBe('the child said: the answer is 42');
   });
 
   it('delegates through the Vercel AI SDK tool() shape inside generateText', async () => {
     fake.setHandler(parentTurn);
     const tool = scriptedTool([{ reply: 'the AI SDK child answered' }]);
-    const model = createOpenAICompatible({ name: 'fake', baseURL: fake.baseURL, apiKey: 'test' }).chatModel('parent-model');
+    const model = createOpenAICompatible({ name: 'fake', baseURL: fake.baseURL, apiKey: 'test' }).chatModel(
+      'parent-model',
+    );
     const result = await generateText({
       model,
       prompt: 'what is the answer?',
@@ -207,7 +283,9 @@ describe('inside LLM children', () => {
       const last = request.body.messages.at(-1);
       if (last.role === 'tool') return textReply(`level done after: ${last.content}`);
       const level = Number(/level (\d)/.exec(last.content)?.[1]);
-      return toolCallReply([{ name: 'subagent', arguments: { description: 'go deeper', prompt: `level ${level + 1} task` } }]);
+      return toolCallReply([
+        { name: 'subagent', arguments: { description: 'go deeper', prompt: `level ${level + 1} task` } },
+      ]);
     });
     const run = service.start(spawnName, { prompt: text('level 1 task'), parent, maxDepth: 2 });
     const result = await run.result;
@@ -220,7 +298,9 @@ describe('inside LLM children', () => {
     const child = (await temporal.client.workflow.getHandle(top.children[0]!).query(statusQuery)) as SubagentRunStatus;
     expect(child).toMatchObject({ depth: 2, parentRunId: run.id, children: [] });
     const history = await temporal.client.workflow.getHandle(run.id).fetchHistory();
-    const activities = history.events!.flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType!.name] : []));
+    const activities = history.events!.flatMap((e) =>
+      e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType!.name] : [],
+    );
     expect(activities).toEqual(['subagentModelCall', 'subagent', 'subagentModelCall']);
     await run.dispose();
   });
@@ -229,9 +309,13 @@ describe('inside LLM children', () => {
 describe('background mode', () => {
   it('returns the run id at once; the answer is collected after the parent process was killed', async () => {
     let printed = '';
-    const parentProcess = await spawnReadyProcess(fixture('background-parent'), { PROVIDER_NAME: scripted.name }, (line) => {
-      if (line.startsWith('{')) printed = line;
-    });
+    const parentProcess = await spawnReadyProcess(
+      fixture('background-parent'),
+      { PROVIDER_NAME: scripted.name },
+      (line) => {
+        if (line.startsWith('{')) printed = line;
+      },
+    );
     const started = JSON.parse(printed) as { isError: boolean; content: { text: string }[] };
     await parentProcess.kill('SIGKILL');
     expect(started.isError).toBe(false);
@@ -239,7 +323,10 @@ describe('background mode', () => {
 
     const collect = createSubagentResultTool(service);
     expect(collect.name).toBe('subagent_result');
-    expect(await collect.execute({ run_id: runId }, {})).toEqual({ isError: false, content: text('background answer to: index the repo') });
+    expect(await collect.execute({ run_id: runId }, {})).toEqual({
+      isError: false,
+      content: text('background answer to: index the repo'),
+    });
     expect((await closedOutcome(runId)).closedBy).toBe('disposed');
   });
 

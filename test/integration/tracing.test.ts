@@ -35,7 +35,10 @@ afterAll(async () => {
 });
 
 it('traces a run end to end, each span once although every task replays the history', async () => {
-  const client = new Client({ connection: temporal.connection, interceptors: tracingClientInterceptors({ spanProcessor: new SimpleSpanProcessor(exporter) }) });
+  const client = new Client({
+    connection: temporal.connection,
+    interceptors: tracingClientInterceptors({ spanProcessor: new SimpleSpanProcessor(exporter) }),
+  });
   const service = new TemporalSubagentService({ client, logger: recordingLogger() });
   service.registerProvider(scripted);
   const run = service.start(scripted.name, {
@@ -58,6 +61,8 @@ it('traces a run end to end, each span once although every task replays the hist
   // The activity spans are children of the workflow's, which is a child of the client's.
   const byName = new Map(exporter.getFinishedSpans().map((span) => [span.name, span]));
   const workflowSpan = byName.get('RunWorkflow:subagentRunWorkflow')!;
-  expect(workflowSpan.spanContext().traceId).toBe(byName.get('StartWorkflow:subagentRunWorkflow')!.spanContext().traceId);
+  expect(workflowSpan.spanContext().traceId).toBe(
+    byName.get('StartWorkflow:subagentRunWorkflow')!.spanContext().traceId,
+  );
   expect(byName.get('RunActivity:subagentTurn')!.spanContext().traceId).toBe(workflowSpan.spanContext().traceId);
 });

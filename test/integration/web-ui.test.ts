@@ -3,52 +3,52 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
 import { Browser, chromium } from 'playwright-core';
-import { TemporalSubagentService } from '../../src';
-import { createScriptedProvider, DevServer, freePort, startDevServer } from '../../src/testing';
-import { installQuietRuntime, recordingLogger, startWorker, TestTemporal, text, uniqueName } from '../helpers/temporal';
+import { createScriptedProvider, freePort } from '../../src/testing';
+import { newService, startTestServer, startWorker, TestServer, text, uniqueName } from '../helpers/temporal';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-let server: DevServer;
-let temporal: TestTemporal;
+let temporal: TestServer;
 let stopWorker: () => Promise<void>;
 let browser: Browser;
 const scripted = createScriptedProvider({ name: uniqueName('ui') });
 
 beforeAll(async () => {
-  installQuietRuntime();
-  server = await startDevServer({ uiPort: await freePort() });
-  const connection = await NativeConnection.connect({ address: server.address });
-  temporal = { address: server.address, namespace: 'default', connection, client: new Client({ connection }), close: () => connection.close() };
+  temporal = await startTestServer({ uiPort: await freePort() });
   stopWorker = await startWorker(temporal, [scripted]);
   // A fresh profile per launch; the flags keep Chromium off the network this machine does not have.
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 }, 90_000);
 afterAll(async () => {
   await browser?.close();
   await stopWorker?.();
   await temporal?.close();
-  await server?.stop();
 });
 
 it('lists runs filtered on their search attributes and shows a run’s page', async () => {
-  const service = new TemporalSubagentService({ client: temporal.client, logger: recordingLogger() });
+  const service = newService(temporal);
   service.registerProvider(scripted);
   const run = service.start(scripted.name, { prompt: text('visible in the UI'), parent: { id: 'p' } });
   await run.result;
 
   const page = await browser.newPage();
   const query = encodeURIComponent(`SubagentProvider="${scripted.name}" AND SubagentStatus="parked"`);
-  await page.goto(`${server.uiUrl}/namespaces/default/workflows?query=${query}`);
+  await page.goto(`${temporal.server.uiUrl}/namespaces/default/workflows?query=${query}`);
   await page.getByText(run.id).first().waitFor({ timeout: 30_000 });
   await page.screenshot({ path: join(mkdtempSync(join(tmpdir(), 'subagent-ui-')), 'list.png') });
 
-  await page.goto(`${server.uiUrl}/namespaces/default/workflows/${encodeURIComponent(run.id)}`);
+  await page.goto(`${temporal.server.uiUrl}/namespaces/default/workflows/${encodeURIComponent(run.id)}`);
   await page.getByText('subagentRunWorkflow').first().waitFor({ timeout: 30_000 });
   expect(await page.content()).toContain(run.id);
   await page.close();

@@ -14,7 +14,10 @@ export default async function globalSetup(): Promise<void> {
   state.__temporalDevServer ??= (async () => {
     const dataDir = resolve(__dirname, '../../.data/test');
     mkdirSync(dataDir, { recursive: true });
-    const [server, bundle] = await Promise.all([startDevServer({ extraNamespaces: TEST_NAMESPACES }), bundleSubagentWorkflows()]);
+    const [server, bundle] = await Promise.all([
+      startDevServer({ extraNamespaces: TEST_NAMESPACES }),
+      bundleSubagentWorkflows(),
+    ]);
     const bundlePath = join(dataDir, 'workflow-bundle.js');
     writeFileSync(bundlePath, bundle.code);
     process.env.TEMPORAL_TEST_ADDRESS = server.address;

@@ -5,7 +5,11 @@ import { canonicalJson } from '../../src';
 import { type AuditDraft, type AuditRecord, sealAudit, verifyAudit } from '../../src/audit';
 
 const drafts: AuditDraft[] = [
-  { type: 'start', time: '2026-12-01T00:00:00.000Z', data: { provider: 'scripted', request: { prompt: 'audited task' } } },
+  {
+    type: 'start',
+    time: '2026-12-01T00:00:00.000Z',
+    data: { provider: 'scripted', request: { prompt: 'audited task' } },
+  },
   { type: 'message', time: '2026-12-01T00:00:01.000Z', data: { content: 'steer' } },
   { type: 'turn', time: '2026-12-01T00:00:02.000Z', data: { turn: 0, stopReason: 'completed' } },
   { type: 'close', time: '2026-12-01T00:00:03.000Z', data: { closedBy: 'settled' } },
@@ -21,7 +25,11 @@ describe('the audit chain', () => {
   it('seals drafts behind a header that counts them, each record linked to the one before', () => {
     const records = sealed();
     expect(records.map((record) => record.seq)).toEqual([0, 1, 2, 3, 4]);
-    expect(records[0]).toMatchObject({ type: 'audit.header', prev: '0'.repeat(64), data: { runId: 'subagent-scripted:run', records: 5 } });
+    expect(records[0]).toMatchObject({
+      type: 'audit.header',
+      prev: '0'.repeat(64),
+      data: { runId: 'subagent-scripted:run', records: 5 },
+    });
     for (let seq = 1; seq < records.length; seq++) expect(records[seq]!.prev).toBe(records[seq - 1]!.hash);
     expect(verifyAudit(records)).toEqual({ ok: true, records: 5 });
   });
@@ -32,8 +40,16 @@ describe('the audit chain', () => {
   });
 
   it.each<[string, (records: AuditRecord[]) => unknown[], number]>([
-    ['an edited record', (r) => r.map((x, i) => (i === 1 ? { ...x, data: { provider: 'scripted', request: { prompt: 'innocent' } } } : x)), 1],
-    ['an edited record whose own hash was recomputed', (r) => r.map((x, i) => (i === 2 ? reseal(x, { content: 'other' }) : x)), 3],
+    [
+      'an edited record',
+      (r) => r.map((x, i) => (i === 1 ? { ...x, data: { provider: 'scripted', request: { prompt: 'innocent' } } } : x)),
+      1,
+    ],
+    [
+      'an edited record whose own hash was recomputed',
+      (r) => r.map((x, i) => (i === 2 ? reseal(x, { content: 'other' }) : x)),
+      3,
+    ],
     ['a removed record', (r) => r.filter((_, i) => i !== 2), 2],
     ['two records swapped', (r) => [r[0], r[1], r[3], r[2], r[4]], 2],
     ['the last record cut off', (r) => r.slice(0, -1), 4],

@@ -21,7 +21,9 @@ describe('AesGcmPayloadCodec', () => {
     expect(encoded).toHaveLength(values.length);
     const decoded = await codec.decode(encoded);
     expect(decoded.map(fromPayload)).toEqual(values);
-    expect(decoded.map((payload) => metadataText(payload, 'encoding'))).toEqual(values.map((v) => metadataText(toPayload(v), 'encoding')));
+    expect(decoded.map((payload) => metadataText(payload, 'encoding'))).toEqual(
+      values.map((v) => metadataText(toPayload(v), 'encoding')),
+    );
   });
 
   it('produces different ciphertext for the same input (random IV) and hides the plaintext', async () => {
@@ -97,7 +99,10 @@ describe('AesGcmPayloadCodec', () => {
 
   it('round-trips payloads with empty data and extra metadata', async () => {
     const codec = codecA();
-    const payload: Payload = { metadata: { encoding: Buffer.from('binary/plain'), custom: Buffer.from('meta') }, data: new Uint8Array(0) };
+    const payload: Payload = {
+      metadata: { encoding: Buffer.from('binary/plain'), custom: Buffer.from('meta') },
+      data: new Uint8Array(0),
+    };
     const [decoded] = await codec.decode(await codec.encode([payload]));
     expect(metadataText(decoded!, 'encoding')).toBe('binary/plain');
     expect(metadataText(decoded!, 'custom')).toBe('meta');
@@ -109,7 +114,9 @@ describe('AesGcmPayloadCodec', () => {
     expect(() => new AesGcmPayloadCodec({ keys: [], currentKeyId: 'x' })).toThrow(invalid);
     expect(() => new AesGcmPayloadCodec({ keys: [keyA], currentKeyId: 'key-b' })).toThrow(invalid);
     expect(() => new AesGcmPayloadCodec({ keys: [keyA, keyA], currentKeyId: 'key-a' })).toThrow(invalid);
-    expect(() => new AesGcmPayloadCodec({ keys: [{ id: 'short', key: randomBytes(16) }], currentKeyId: 'short' })).toThrow(invalid);
+    expect(
+      () => new AesGcmPayloadCodec({ keys: [{ id: 'short', key: randomBytes(16) }], currentKeyId: 'short' }),
+    ).toThrow(invalid);
   });
 });
 
@@ -154,8 +161,16 @@ describe('codecFromEnv', () => {
     ['a key that is not base64', { SUBAGENT_ENCRYPTION_KEYS: `k1:${k1.slice(0, -2)}!!` }, /"k1" .*not valid base64/],
     ['a 16-byte key', { SUBAGENT_ENCRYPTION_KEYS: `k1:${short}` }, /"k1" .*16 bytes/],
     ['a duplicate id', { SUBAGENT_ENCRYPTION_KEYS: `k1:${k1},k1:${k2}` }, /"k1" twice/],
-    ['a current id not among the keys', { SUBAGENT_ENCRYPTION_KEYS: `k1:${k1}`, SUBAGENT_ENCRYPTION_KEY_ID: 'k9' }, /"k9" names no key .*known ids: k1/],
-    ['a key pasted as the current id', { SUBAGENT_ENCRYPTION_KEYS: `k1:${k1}`, SUBAGENT_ENCRYPTION_KEY_ID: k2 }, /names no key/],
+    [
+      'a current id not among the keys',
+      { SUBAGENT_ENCRYPTION_KEYS: `k1:${k1}`, SUBAGENT_ENCRYPTION_KEY_ID: 'k9' },
+      /"k9" names no key .*known ids: k1/,
+    ],
+    [
+      'a key pasted as the current id',
+      { SUBAGENT_ENCRYPTION_KEYS: `k1:${k1}`, SUBAGENT_ENCRYPTION_KEY_ID: k2 },
+      /names no key/,
+    ],
   ];
   it.each(cases)('throws INVALID_CONFIG for %s, without echoing key material', (_name, env, message) => {
     let caught: unknown;

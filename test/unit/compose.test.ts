@@ -66,9 +66,7 @@ function isPinnedToRelease(ref: string): boolean {
 function dependencies(service: ComposeService): Record<string, string> {
   const deps = service.depends_on ?? [];
   if (Array.isArray(deps)) return Object.fromEntries(deps.map((name) => [name, 'service_started']));
-  return Object.fromEntries(
-    Object.entries(deps).map(([name, spec]) => [name, spec?.condition ?? 'service_started']),
-  );
+  return Object.fromEntries(Object.entries(deps).map(([name, spec]) => [name, spec?.condition ?? 'service_started']));
 }
 
 function environment(service: ComposeService): Record<string, string | null> {
@@ -149,9 +147,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('defines the postgresql, temporal, temporal-ui and worker services', () => {
-    expect(Object.keys(services)).toEqual(
-      expect.arrayContaining(['postgresql', 'temporal', 'temporal-ui', 'worker']),
-    );
+    expect(Object.keys(services)).toEqual(expect.arrayContaining(['postgresql', 'temporal', 'temporal-ui', 'worker']));
   });
 
   it('pins every pulled image to a release tag or digest, never latest', () => {

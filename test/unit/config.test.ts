@@ -11,13 +11,21 @@ describe('temporalSettingsFromEnv', () => {
   });
 
   it('reads address, namespace and an API key, which turns TLS on', () => {
-    expect(temporalSettingsFromEnv({ TEMPORAL_ADDRESS: 'ns.acct.tmprl.cloud:7233', TEMPORAL_NAMESPACE: 'ns.acct', TEMPORAL_API_KEY: 'k' })).toEqual({
+    expect(
+      temporalSettingsFromEnv({
+        TEMPORAL_ADDRESS: 'ns.acct.tmprl.cloud:7233',
+        TEMPORAL_NAMESPACE: 'ns.acct',
+        TEMPORAL_API_KEY: 'k',
+      }),
+    ).toEqual({
       address: 'ns.acct.tmprl.cloud:7233',
       namespace: 'ns.acct',
       apiKey: 'k',
       tls: true,
     });
-    expect(temporalSettingsFromEnv({ TEMPORAL_ADDRESS: 'h:7233', TEMPORAL_API_KEY: 'k', TEMPORAL_TLS: 'false' })).toEqual({
+    expect(
+      temporalSettingsFromEnv({ TEMPORAL_ADDRESS: 'h:7233', TEMPORAL_API_KEY: 'k', TEMPORAL_TLS: 'false' }),
+    ).toEqual({
       address: 'h:7233',
       namespace: 'default',
       apiKey: 'k',
@@ -25,9 +33,9 @@ describe('temporalSettingsFromEnv', () => {
   });
 
   it('refuses a client certificate without its key with INVALID_CONFIG', () => {
-    expect(() => temporalSettingsFromEnv({ TEMPORAL_ADDRESS: 'h:7233', TEMPORAL_TLS_CLIENT_CERT_PATH: '/c.pem' })).toThrow(
-      expect.objectContaining({ code: 'INVALID_CONFIG' }),
-    );
+    expect(() =>
+      temporalSettingsFromEnv({ TEMPORAL_ADDRESS: 'h:7233', TEMPORAL_TLS_CLIENT_CERT_PATH: '/c.pem' }),
+    ).toThrow(expect.objectContaining({ code: 'INVALID_CONFIG' }));
   });
 });
 
@@ -51,7 +59,10 @@ describe('temporalSettingsFromEnv with the Temporal CLI config file', () => {
   );
 
   it('reads the default profile of TEMPORAL_CONFIG_FILE', () => {
-    expect(temporalSettingsFromEnv({ TEMPORAL_CONFIG_FILE: configFile })).toEqual({ address: 'default.example:7233', namespace: 'default' });
+    expect(temporalSettingsFromEnv({ TEMPORAL_CONFIG_FILE: configFile })).toEqual({
+      address: 'default.example:7233',
+      namespace: 'default',
+    });
   });
 
   it('reads the profile TEMPORAL_PROFILE names, with its API key (TLS on) and gRPC metadata', () => {
@@ -66,20 +77,35 @@ describe('temporalSettingsFromEnv with the Temporal CLI config file', () => {
 
   it('lets the environment override the profile, field by field', () => {
     expect(
-      temporalSettingsFromEnv({ TEMPORAL_CONFIG_FILE: configFile, TEMPORAL_PROFILE: 'cloud', TEMPORAL_NAMESPACE: 'other', TEMPORAL_TLS: 'false' }),
-    ).toEqual({ address: 'ns.acct.tmprl.cloud:7233', namespace: 'other', apiKey: 'from-file', metadata: { team: 'agents' } });
+      temporalSettingsFromEnv({
+        TEMPORAL_CONFIG_FILE: configFile,
+        TEMPORAL_PROFILE: 'cloud',
+        TEMPORAL_NAMESPACE: 'other',
+        TEMPORAL_TLS: 'false',
+      }),
+    ).toEqual({
+      address: 'ns.acct.tmprl.cloud:7233',
+      namespace: 'other',
+      apiKey: 'from-file',
+      metadata: { team: 'agents' },
+    });
   });
 
   it('refuses a profile that does not exist with INVALID_CONFIG', () => {
     expect(() => temporalSettingsFromEnv({ TEMPORAL_CONFIG_FILE: configFile, TEMPORAL_PROFILE: 'missing' })).toThrow(
-      expect.objectContaining({ code: 'INVALID_CONFIG', message: expect.stringContaining("Profile 'missing' not found") }),
+      expect.objectContaining({
+        code: 'INVALID_CONFIG',
+        message: expect.stringContaining("Profile 'missing' not found"),
+      }),
     );
   });
 });
 
 describe('connectClient', () => {
   it('rejects with UNAVAILABLE, naming the address, when no server answers', async () => {
-    await expect(connectClient({ env: { TEMPORAL_ADDRESS: '127.0.0.1:1' }, connectTimeoutMs: 500 })).rejects.toMatchObject({
+    await expect(
+      connectClient({ env: { TEMPORAL_ADDRESS: '127.0.0.1:1' }, connectTimeoutMs: 500 }),
+    ).rejects.toMatchObject({
       code: 'UNAVAILABLE',
       message: expect.stringContaining('cannot reach the Temporal server at 127.0.0.1:1'),
     });

@@ -1,5 +1,13 @@
 // Self-test of the fake OpenAI-compatible endpoint in test/helpers/fake-openai.ts, driven with Node's global fetch.
-import { errorReply, type FakeOpenAI, hangReply, refusalReply, startFakeOpenAI, textReply, toolCallReply } from '../../src/testing';
+import {
+  errorReply,
+  type FakeOpenAI,
+  hangReply,
+  refusalReply,
+  startFakeOpenAI,
+  textReply,
+  toolCallReply,
+} from '../../src/testing';
 
 let fake: FakeOpenAI;
 
@@ -52,14 +60,25 @@ test('a text reply comes back as a chat.completion echoing the request model, an
     created: expect.any(Number),
     model: 'gpt-test',
     choices: [
-      { index: 0, message: { role: 'assistant', content: 'hello there', refusal: null }, logprobs: null, finish_reason: 'stop' },
+      {
+        index: 0,
+        message: { role: 'assistant', content: 'hello there', refusal: null },
+        logprobs: null,
+        finish_reason: 'stop',
+      },
     ],
     usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
   });
 
   expect(fake.requests).toHaveLength(1);
   const [recorded] = fake.requests;
-  expect(recorded).toMatchObject({ index: 0, method: 'POST', path: '/v1/chat/completions', aborted: false, body: request });
+  expect(recorded).toMatchObject({
+    index: 0,
+    method: 'POST',
+    path: '/v1/chat/completions',
+    aborted: false,
+    body: request,
+  });
   expect(recorded.headers.authorization).toBe('Bearer sk-fake');
   await expect(recorded.done).resolves.toBe('answered');
 });
@@ -110,7 +129,11 @@ test('a tool-call reply carries function calls with JSON arguments, finish_reaso
   expect(body.usage).toEqual({ prompt_tokens: 20, completion_tokens: 8, total_tokens: 28 });
 
   const again = await json(await chat(request));
-  expect(again.choices[0].message.tool_calls.map((call: { id: string }) => call.id)).toEqual(['call_3', 'call_given', 'call_4']);
+  expect(again.choices[0].message.tool_calls.map((call: { id: string }) => call.id)).toEqual([
+    'call_3',
+    'call_given',
+    'call_4',
+  ]);
 });
 
 test('a tool-call reply without text has null content', async () => {
@@ -170,7 +193,13 @@ test('a throwing handler answers 500 with its message', async () => {
 });
 
 test('an error reply carries its status, OpenAI error body and extra headers such as retry-after', async () => {
-  fake.enqueue(errorReply(429, 'Rate limit reached', { headers: { 'Retry-After': '1' }, type: 'requests', code: 'rate_limit_exceeded' }));
+  fake.enqueue(
+    errorReply(429, 'Rate limit reached', {
+      headers: { 'Retry-After': '1' },
+      type: 'requests',
+      code: 'rate_limit_exceeded',
+    }),
+  );
   const res = await chat(request);
   expect(res.status).toBe(429);
   expect(res.headers.get('retry-after')).toBe('1');
@@ -182,7 +211,12 @@ test('an error reply carries its status, OpenAI error body and extra headers suc
 
 test('error reply types default by status', async () => {
   fake.enqueue(errorReply(400, 'bad'), errorReply(503, 'down'));
-  expect((await json(await chat(request))).error).toEqual({ message: 'bad', type: 'invalid_request_error', param: null, code: null });
+  expect((await json(await chat(request))).error).toEqual({
+    message: 'bad',
+    type: 'invalid_request_error',
+    param: null,
+    code: null,
+  });
   expect((await json(await chat(request))).error.type).toBe('server_error');
 });
 

@@ -3,9 +3,15 @@
 import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { ToolCallOutcome } from '../../src';
-import type { SubagentTool, SubagentToolContext } from '../../src';
-import { listDirectoryTool, NO_WORKING_DIRECTORY_MESSAGE, readFileTool, resolveInside, searchTextTool, ToolPathError } from '../../src/tools';
+import type { ToolCallOutcome, SubagentTool, SubagentToolContext } from '../../src';
+import {
+  listDirectoryTool,
+  NO_WORKING_DIRECTORY_MESSAGE,
+  readFileTool,
+  resolveInside,
+  searchTextTool,
+  ToolPathError,
+} from '../../src/tools';
 import { builtinFileTools } from '../../src/worker';
 
 let base: string;
@@ -23,11 +29,20 @@ beforeAll(async () => {
   await fs.mkdir(outside);
 
   await fs.writeFile(path.join(cwd, 'notes.txt'), 'alpha\nbeta\ngamma\ndelta\n');
-  await fs.writeFile(path.join(cwd, 'src', 'index.ts'), "import { helper } from '../lib/util';\nexport const answer = helper(42);\n");
-  await fs.writeFile(path.join(cwd, 'src', 'lib', 'util.ts'), 'export function helper(n: number) {\n  return n * 2;\n}\n');
+  await fs.writeFile(
+    path.join(cwd, 'src', 'index.ts'),
+    "import { helper } from '../lib/util';\nexport const answer = helper(42);\n",
+  );
+  await fs.writeFile(
+    path.join(cwd, 'src', 'lib', 'util.ts'),
+    'export function helper(n: number) {\n  return n * 2;\n}\n',
+  );
   await fs.writeFile(path.join(cwd, 'node_modules', 'pkg', 'index.js'), 'export const helper = 1;\n');
   await fs.writeFile(path.join(cwd, '.git', 'config'), 'helper = git\n');
-  await fs.writeFile(path.join(cwd, 'image.bin'), Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x01, 0x68, 0x65, 0x6c, 0x70, 0x65, 0x72]));
+  await fs.writeFile(
+    path.join(cwd, 'image.bin'),
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x01, 0x68, 0x65, 0x6c, 0x70, 0x65, 0x72]),
+  );
   await fs.writeFile(path.join(cwd, 'big.txt'), `${'x'.repeat(99)}\n`.repeat(1000));
   await fs.writeFile(path.join(cwd, 'no-eol.txt'), 'one\ntwo');
   await fs.writeFile(path.join(cwd, 'empty.txt'), '');
@@ -96,7 +111,9 @@ describe('resolveInside', () => {
   });
 
   test('follows a symlink that stays inside to its target', async () => {
-    await expect(resolveInside(cwd, 'src-link/lib/util.ts')).resolves.toBe(path.join(await fs.realpath(cwd), 'src', 'lib', 'util.ts'));
+    await expect(resolveInside(cwd, 'src-link/lib/util.ts')).resolves.toBe(
+      path.join(await fs.realpath(cwd), 'src', 'lib', 'util.ts'),
+    );
   });
 
   test('throws ToolPathError for every escape', async () => {
@@ -106,7 +123,9 @@ describe('resolveInside', () => {
   });
 
   test('refuses a relative working directory', async () => {
-    await expect(resolveInside('relative/dir', 'x')).rejects.toThrow('the working directory "relative/dir" is not an absolute path');
+    await expect(resolveInside('relative/dir', 'x')).rejects.toThrow(
+      'the working directory "relative/dir" is not an absolute path',
+    );
   });
 
   test('refuses a working directory that does not exist on this worker', async () => {
@@ -116,22 +135,34 @@ describe('resolveInside', () => {
 
 describe('read_file', () => {
   test('returns the whole file under a header naming the lines', async () => {
-    expect(await expectOk(read, { path: 'notes.txt' })).toBe('File notes.txt, lines 1-4 (end of file):\nalpha\nbeta\ngamma\ndelta\n');
+    expect(await expectOk(read, { path: 'notes.txt' })).toBe(
+      'File notes.txt, lines 1-4 (end of file):\nalpha\nbeta\ngamma\ndelta\n',
+    );
   });
 
   test('reads the line range given by offset and limit', async () => {
-    expect(await expectOk(read, { path: 'notes.txt', offset: 2, limit: 2 })).toBe('File notes.txt, lines 2-3:\nbeta\ngamma\n');
-    expect(await expectOk(read, { path: 'notes.txt', offset: 3 })).toBe('File notes.txt, lines 3-4 (end of file):\ngamma\ndelta\n');
+    expect(await expectOk(read, { path: 'notes.txt', offset: 2, limit: 2 })).toBe(
+      'File notes.txt, lines 2-3:\nbeta\ngamma\n',
+    );
+    expect(await expectOk(read, { path: 'notes.txt', offset: 3 })).toBe(
+      'File notes.txt, lines 3-4 (end of file):\ngamma\ndelta\n',
+    );
     expect(await expectOk(read, { path: 'notes.txt', limit: 1 })).toBe('File notes.txt, lines 1-1:\nalpha\n');
   });
 
   test('reads a last line that has no trailing newline', async () => {
-    expect(await expectOk(read, { path: 'no-eol.txt', offset: 2 })).toBe('File no-eol.txt, lines 2-2 (end of file):\ntwo');
+    expect(await expectOk(read, { path: 'no-eol.txt', offset: 2 })).toBe(
+      'File no-eol.txt, lines 2-2 (end of file):\ntwo',
+    );
   });
 
   test('refuses an offset past the end of the file', async () => {
-    expect(await expectRefused(read, { path: 'notes.txt', offset: 5 })).toBe('"offset" 5 is past the end of "notes.txt" (4 lines)');
-    expect(await expectRefused(read, { path: 'notes.txt', offset: 9, limit: 3 })).toBe('"offset" 9 is past the end of "notes.txt" (4 lines)');
+    expect(await expectRefused(read, { path: 'notes.txt', offset: 5 })).toBe(
+      '"offset" 5 is past the end of "notes.txt" (4 lines)',
+    );
+    expect(await expectRefused(read, { path: 'notes.txt', offset: 9, limit: 3 })).toBe(
+      '"offset" 9 is past the end of "notes.txt" (4 lines)',
+    );
   });
 
   test('says so for an empty file', async () => {
@@ -165,7 +196,9 @@ describe('read_file', () => {
   });
 
   test('refuses a binary file', async () => {
-    expect(await expectRefused(read, { path: 'image.bin' })).toBe('"image.bin" looks like a binary file; read_file reads text only');
+    expect(await expectRefused(read, { path: 'image.bin' })).toBe(
+      '"image.bin" looks like a binary file; read_file reads text only',
+    );
   });
 
   test('refuses an absolute path even when it points inside the working directory', async () => {
@@ -176,25 +209,33 @@ describe('read_file', () => {
   });
 
   test('refuses a .. path that leaves the working directory', async () => {
-    expect(await expectRefused(read, { path: '../outside/secret.txt' })).toBe('path "../outside/secret.txt" leaves the working directory');
+    expect(await expectRefused(read, { path: '../outside/secret.txt' })).toBe(
+      'path "../outside/secret.txt" leaves the working directory',
+    );
     expect(await expectRefused(read, { path: 'src/../../outside/secret.txt' })).toBe(
       'path "src/../../outside/secret.txt" leaves the working directory',
     );
   });
 
   test('accepts a .. path that stays inside', async () => {
-    expect(await expectOk(read, { path: 'src/lib/../../notes.txt', limit: 1 })).toBe('File notes.txt, lines 1-1:\nalpha\n');
+    expect(await expectOk(read, { path: 'src/lib/../../notes.txt', limit: 1 })).toBe(
+      'File notes.txt, lines 1-1:\nalpha\n',
+    );
   });
 
   test('refuses a symlink that points outside the working directory', async () => {
-    expect(await expectRefused(read, { path: 'secret-link' })).toBe('path "secret-link" leaves the working directory through a symbolic link');
+    expect(await expectRefused(read, { path: 'secret-link' })).toBe(
+      'path "secret-link" leaves the working directory through a symbolic link',
+    );
     expect(await expectRefused(read, { path: 'outside-dir/secret.txt' })).toBe(
       'path "outside-dir/secret.txt" leaves the working directory through a symbolic link',
     );
   });
 
   test('refuses a path with a NUL byte', async () => {
-    expect(await expectRefused(read, { path: 'notes.txt\0.png' })).toBe('path "notes.txt\\u0000.png" contains a NUL byte');
+    expect(await expectRefused(read, { path: 'notes.txt\0.png' })).toBe(
+      'path "notes.txt\\u0000.png" contains a NUL byte',
+    );
   });
 
   test('refuses a path that does not exist', async () => {
@@ -206,13 +247,17 @@ describe('read_file', () => {
   test('refuses bad argument types', async () => {
     expect(await expectRefused(read, 'notes.txt')).toBe('invalid arguments: expected a JSON object of named arguments');
     expect(await expectRefused(read, null)).toBe('invalid arguments: expected a JSON object of named arguments');
-    expect(await expectRefused(read, ['notes.txt'])).toBe('invalid arguments: expected a JSON object of named arguments');
+    expect(await expectRefused(read, ['notes.txt'])).toBe(
+      'invalid arguments: expected a JSON object of named arguments',
+    );
     expect(await expectRefused(read, {})).toBe('invalid arguments: "path" must be a string');
     expect(await expectRefused(read, { path: 7 })).toBe('invalid arguments: "path" must be a string');
     expect(await expectRefused(read, { path: 'notes.txt', offset: 0 })).toBe(
       'invalid arguments: "offset" must be a positive integer (a 1-based line number)',
     );
-    expect(await expectRefused(read, { path: 'notes.txt', offset: '2' })).toContain('"offset" must be a positive integer');
+    expect(await expectRefused(read, { path: 'notes.txt', offset: '2' })).toContain(
+      '"offset" must be a positive integer',
+    );
     expect(await expectRefused(read, { path: 'notes.txt', limit: 1.5 })).toBe(
       'invalid arguments: "limit" must be a positive integer (a number of lines)',
     );
@@ -256,11 +301,15 @@ describe('list_directory', () => {
   });
 
   test('refuses a file', async () => {
-    expect(await expectRefused(list, { path: 'notes.txt' })).toBe('"notes.txt" is not a directory; use read_file to read a file');
+    expect(await expectRefused(list, { path: 'notes.txt' })).toBe(
+      '"notes.txt" is not a directory; use read_file to read a file',
+    );
   });
 
   test('refuses a symlink to a directory outside the working directory', async () => {
-    expect(await expectRefused(list, { path: 'outside-dir' })).toBe('path "outside-dir" leaves the working directory through a symbolic link');
+    expect(await expectRefused(list, { path: 'outside-dir' })).toBe(
+      'path "outside-dir" leaves the working directory through a symbolic link',
+    );
   });
 
   test('refuses absolute, escaping, NUL and missing paths', async () => {
@@ -287,19 +336,27 @@ describe('search_text', () => {
         '[skipped: 2 symlinks leaving the working directory]',
       ].join('\n'),
     );
-    expect(await expectOk(search, { pattern: 'HELPER' })).toBe('no matches for "HELPER" in .\n[skipped: 2 symlinks leaving the working directory]');
+    expect(await expectOk(search, { pattern: 'HELPER' })).toBe(
+      'no matches for "HELPER" in .\n[skipped: 2 symlinks leaving the working directory]',
+    );
   });
 
   test('treats regex metacharacters literally unless regex is true', async () => {
-    expect(await expectOk(search, { pattern: 'helper(4', path: 'src' })).toBe('src/index.ts:2: export const answer = helper(42);');
-    expect(await expectOk(search, { pattern: 'n \\* \\d', path: 'src', regex: true })).toBe('src/lib/util.ts:2:   return n * 2;');
+    expect(await expectOk(search, { pattern: 'helper(4', path: 'src' })).toBe(
+      'src/index.ts:2: export const answer = helper(42);',
+    );
+    expect(await expectOk(search, { pattern: 'n \\* \\d', path: 'src', regex: true })).toBe(
+      'src/lib/util.ts:2:   return n * 2;',
+    );
     expect(await expectOk(search, { pattern: '^(alpha|delta)$', path: 'notes.txt', regex: true })).toBe(
       'notes.txt:1: alpha\nnotes.txt:4: delta',
     );
   });
 
   test('searches under a symlinked directory inside the working directory by its own name', async () => {
-    expect(await expectOk(search, { pattern: 'return', path: 'src-link' })).toBe('src-link/lib/util.ts:2:   return n * 2;');
+    expect(await expectOk(search, { pattern: 'return', path: 'src-link' })).toBe(
+      'src-link/lib/util.ts:2:   return n * 2;',
+    );
   });
 
   test('refuses an invalid regular expression', async () => {
@@ -310,29 +367,41 @@ describe('search_text', () => {
 
   test('caps the results at maxResults with a note', async () => {
     const text = await expectOk(searchTextTool({ maxResults: 2 }), { pattern: 'a', path: 'notes.txt' });
-    expect(text).toBe('notes.txt:1: alpha\nnotes.txt:2: beta\n[truncated: more than 2 matches; narrow the pattern or the path]');
+    expect(text).toBe(
+      'notes.txt:1: alpha\nnotes.txt:2: beta\n[truncated: more than 2 matches; narrow the pattern or the path]',
+    );
   });
 
   test('skips files larger than maxFileBytes and says how many', async () => {
     const text = await expectOk(searchTextTool({ maxFileBytes: 1024 }), { pattern: 'xxxx', path: '.' });
-    expect(text).toBe('no matches for "xxxx" in .\n[skipped: 1 file over 1024 bytes, 2 symlinks leaving the working directory]');
+    expect(text).toBe(
+      'no matches for "xxxx" in .\n[skipped: 1 file over 1024 bytes, 2 symlinks leaving the working directory]',
+    );
   });
 
   test('refuses a start path that leaves the working directory', async () => {
     expect(await expectRefused(search, { pattern: 'secret', path: 'outside-dir' })).toBe(
       'path "outside-dir" leaves the working directory through a symbolic link',
     );
-    expect(await expectRefused(search, { pattern: 'secret', path: '../outside' })).toBe('path "../outside" leaves the working directory');
+    expect(await expectRefused(search, { pattern: 'secret', path: '../outside' })).toBe(
+      'path "../outside" leaves the working directory',
+    );
     expect(await expectRefused(search, { pattern: 'secret', path: outside })).toContain('is absolute');
-    expect(await expectRefused(search, { pattern: 'secret', path: 'a\0b' })).toBe('path "a\\u0000b" contains a NUL byte');
-    expect(await expectRefused(search, { pattern: 'secret', path: 'nowhere' })).toBe('no such file or directory: nowhere');
+    expect(await expectRefused(search, { pattern: 'secret', path: 'a\0b' })).toBe(
+      'path "a\\u0000b" contains a NUL byte',
+    );
+    expect(await expectRefused(search, { pattern: 'secret', path: 'nowhere' })).toBe(
+      'no such file or directory: nowhere',
+    );
   });
 
   test('refuses bad argument types', async () => {
     expect(await expectRefused(search, {})).toBe('invalid arguments: "pattern" must be a string');
     expect(await expectRefused(search, { pattern: 3 })).toBe('invalid arguments: "pattern" must be a string');
     expect(await expectRefused(search, { pattern: '' })).toBe('invalid arguments: "pattern" must not be empty');
-    expect(await expectRefused(search, { pattern: 'x', regex: 'yes' })).toBe('invalid arguments: "regex" must be a boolean');
+    expect(await expectRefused(search, { pattern: 'x', regex: 'yes' })).toBe(
+      'invalid arguments: "regex" must be a boolean',
+    );
     expect(await expectRefused(search, { pattern: 'x', path: 1 })).toBe('invalid arguments: "path" must be a string');
   });
 

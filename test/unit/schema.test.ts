@@ -1,8 +1,18 @@
 import Ajv from 'ajv';
 import { runInNewContext } from 'node:vm';
-import { assertSupportedOutputSchema, HarnessError, OutputSchemaError, snapshotOutputSchema, type StructuredOutputSchema, type StructuredSchemaNode, SubagentError, validateStructuredValue } from '../../src';
+import {
+  assertSupportedOutputSchema,
+  HarnessError,
+  OutputSchemaError,
+  snapshotOutputSchema,
+  type StructuredOutputSchema,
+  type StructuredSchemaNode,
+  SubagentError,
+  validateStructuredValue,
+} from '../../src';
 
-const UNSUPPORTED = 'is not a supported keyword (subset: type/properties/required/additionalProperties/items/enum/const + annotations)';
+const UNSUPPORTED =
+  'is not a supported keyword (subset: type/properties/required/additionalProperties/items/enum/const + annotations)';
 const TYPE_ONE_OF = 'type must be one of object/array/string/number/integer/boolean/null';
 const ROOT_NOT_OBJECT = 'schema.type must be "object" (structured output is object-rooted)';
 
@@ -68,22 +78,46 @@ describe('assertSupportedOutputSchema', () => {
     ['a null root', null, ['schema must be a schema object']],
     ['an array root', [], ['schema must be a schema object']],
     ['an empty object', {}, [`schema.${TYPE_ONE_OF}`]],
-    ['a non-object property node', { type: 'object', properties: { a: 'str' } }, ['schema.properties.a must be a schema object']],
-    ['a type array', { type: ['string', 'null'] }, ['schema.type must be a single type string (type arrays are not supported)']],
-    ['items on an object', { type: 'object', items: { type: 'string' } }, ['schema.items is not supported on type "object"']],
+    [
+      'a non-object property node',
+      { type: 'object', properties: { a: 'str' } },
+      ['schema.properties.a must be a schema object'],
+    ],
+    [
+      'a type array',
+      { type: ['string', 'null'] },
+      ['schema.type must be a single type string (type arrays are not supported)'],
+    ],
+    [
+      'items on an object',
+      { type: 'object', items: { type: 'string' } },
+      ['schema.items is not supported on type "object"'],
+    ],
     [
       'properties on a string',
       { type: 'object', properties: { a: { type: 'string', properties: {} } } },
       ['schema.properties.a.properties is not supported on type "string"'],
     ],
-    ['a required name that is not declared', { type: 'object', required: ['a'] }, ['schema.required names "a" which is not in properties']],
-    ['a non-boolean additionalProperties', { type: 'object', additionalProperties: {} }, ['schema.additionalProperties must be a boolean']],
+    [
+      'a required name that is not declared',
+      { type: 'object', required: ['a'] },
+      ['schema.required names "a" which is not in properties'],
+    ],
+    [
+      'a non-boolean additionalProperties',
+      { type: 'object', additionalProperties: {} },
+      ['schema.additionalProperties must be a boolean'],
+    ],
     ['a function annotation', { type: 'object', default: () => 1 }, ['schema.default annotation must be JSON data']],
     ['a cyclic properties.self', cyclicProperties(), ['schema.properties.self is circular']],
     [
       'three problems at once',
       { type: 'object', pattern: 'x', properties: { a: { type: 'weird' }, b: { type: 'string', minimum: 1 } } },
-      [`schema.pattern ${UNSUPPORTED}`, `schema.properties.a.${TYPE_ONE_OF}`, `schema.properties.b.minimum ${UNSUPPORTED}`],
+      [
+        `schema.pattern ${UNSUPPORTED}`,
+        `schema.properties.a.${TYPE_ONE_OF}`,
+        `schema.properties.b.minimum ${UNSUPPORTED}`,
+      ],
     ],
     ['a string root type', { type: 'string' }, [ROOT_NOT_OBJECT]],
     ['an array root type with legal items', { type: 'array', items: { type: 'string' } }, [ROOT_NOT_OBJECT]],
@@ -143,8 +177,16 @@ describe('assertSupportedOutputSchema', () => {
   });
 
   it.each<[string, Record<string, unknown>, string[]]>([
-    ['properties on an array', { type: 'array', properties: {} }, ['schema.properties.x.properties is not supported on type "array"']],
-    ['required on a number', { type: 'number', required: [] }, ['schema.properties.x.required is not supported on type "number"']],
+    [
+      'properties on an array',
+      { type: 'array', properties: {} },
+      ['schema.properties.x.properties is not supported on type "array"'],
+    ],
+    [
+      'required on a number',
+      { type: 'number', required: [] },
+      ['schema.properties.x.required is not supported on type "number"'],
+    ],
     [
       'additionalProperties on a boolean',
       { type: 'boolean', additionalProperties: false },
@@ -155,8 +197,16 @@ describe('assertSupportedOutputSchema', () => {
       { type: 'integer', items: { type: 'string' } },
       ['schema.properties.x.items is not supported on type "integer"'],
     ],
-    ['enum on an object', { type: 'object', enum: ['a'] }, ['schema.properties.x.enum is not supported on type "object"']],
-    ['const on an array', { type: 'array', const: 'a' }, ['schema.properties.x.const is not supported on type "array"']],
+    [
+      'enum on an object',
+      { type: 'object', enum: ['a'] },
+      ['schema.properties.x.enum is not supported on type "object"'],
+    ],
+    [
+      'const on an array',
+      { type: 'array', const: 'a' },
+      ['schema.properties.x.const is not supported on type "array"'],
+    ],
     [
       'several misplaced keywords in keyword order, then the type checks',
       { type: 'null', const: null, items: {}, properties: 1, enum: 'bad' },
@@ -171,7 +221,9 @@ describe('assertSupportedOutputSchema', () => {
   });
 
   it('does not look inside a misplaced keyword', () => {
-    expect(violationsOf({ type: 'object', items: 'not even a schema' })).toEqual(['schema.items is not supported on type "object"']);
+    expect(violationsOf({ type: 'object', items: 'not even a schema' })).toEqual([
+      'schema.items is not supported on type "object"',
+    ]);
   });
 
   it.each<[string, unknown]>([
@@ -213,7 +265,9 @@ describe('assertSupportedOutputSchema', () => {
     ['a number', 0],
     ['null', null],
   ])('rejects additionalProperties as %s', (_name, additionalProperties) => {
-    expect(violationsOf({ type: 'object', additionalProperties })).toEqual(['schema.additionalProperties must be a boolean']);
+    expect(violationsOf({ type: 'object', additionalProperties })).toEqual([
+      'schema.additionalProperties must be a boolean',
+    ]);
   });
 
   it.each<[string, Record<string, unknown>, string[]]>([
@@ -246,6 +300,7 @@ describe('assertSupportedOutputSchema', () => {
     ['a Date', new Date(0)],
     ['a Map', new Map([['a', 1]])],
     ['a class instance', new SchemaLike()],
+    // eslint-disable-next-line no-sparse-arrays -- the hole is the case under test
     ['a sparse array', [1, , 3]],
     [
       'a cycle',
@@ -281,7 +336,9 @@ describe('assertSupportedOutputSchema', () => {
 
   it('accepts the same sub-schema object in two sibling positions', () => {
     const shared = { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] };
-    expect(violationsOf({ type: 'object', properties: { a: shared, b: shared, list: { type: 'array', items: shared } } })).toEqual([]);
+    expect(
+      violationsOf({ type: 'object', properties: { a: shared, b: shared, list: { type: 'array', items: shared } } }),
+    ).toEqual([]);
   });
 
   it('reports each violation of a shared sub-schema once per position', () => {
@@ -298,7 +355,10 @@ describe('assertSupportedOutputSchema', () => {
         type: 'object',
         $schema: 'x',
         properties: {
-          a: { type: 'array', items: { type: 'object', properties: { b: { type: 'string', enum: [] } }, required: ['c'] } },
+          a: {
+            type: 'array',
+            items: { type: 'object', properties: { b: { type: 'string', enum: [] } }, required: ['c'] },
+          },
           d: { type: 'number', const: {} },
         },
         required: 'd',
@@ -316,7 +376,9 @@ describe('assertSupportedOutputSchema', () => {
 
   it('adds the object-rooted message only when nothing else is wrong', () => {
     expect(violationsOf({ type: 'string', pattern: 'x' })).toEqual([`schema.pattern ${UNSUPPORTED}`]);
-    expect(violationsOf({ type: 'array', items: { type: 'string', minimum: 1 } })).toEqual([`schema.items.minimum ${UNSUPPORTED}`]);
+    expect(violationsOf({ type: 'array', items: { type: 'string', minimum: 1 } })).toEqual([
+      `schema.items.minimum ${UNSUPPORTED}`,
+    ]);
     expect(violationsOf({ type: 'integer', enum: [1, 2] })).toEqual([ROOT_NOT_OBJECT]);
   });
 
@@ -328,7 +390,9 @@ describe('assertSupportedOutputSchema', () => {
       ['an array', [{ type: 'string' }]],
       ['an object with a non-plain prototype', Object.create({ type: 'string' })],
     ])('rejects %s as a schema node', (_name, node) => {
-      expect(violationsOf({ type: 'object', properties: { a: node } })).toEqual(['schema.properties.a must be a schema object']);
+      expect(violationsOf({ type: 'object', properties: { a: node } })).toEqual([
+        'schema.properties.a must be a schema object',
+      ]);
       expect(violationsOf(node)).toEqual(['schema must be a schema object']);
     });
 
@@ -358,12 +422,16 @@ describe('assertSupportedOutputSchema', () => {
         expect(violationsOf({ type: 'object', properties: {}, required: [name] })).toEqual([
           `schema.required names "${name}" which is not in properties`,
         ]);
-        expect(violationsOf({ type: 'object', required: [name] })).toEqual([`schema.required names "${name}" which is not in properties`]);
+        expect(violationsOf({ type: 'object', required: [name] })).toEqual([
+          `schema.required names "${name}" which is not in properties`,
+        ]);
       },
     );
 
     it('counts an own property named toString as declared', () => {
-      expect(violationsOf({ type: 'object', properties: { toString: { type: 'string' } }, required: ['toString'] })).toEqual([]);
+      expect(
+        violationsOf({ type: 'object', properties: { toString: { type: 'string' } }, required: ['toString'] }),
+      ).toEqual([]);
     });
   });
 });
@@ -382,7 +450,10 @@ describe('OutputSchemaError', () => {
     const error = caught as OutputSchemaError;
     expect(error.name).toBe('OutputSchemaError');
     expect(error.code).toBe('UNSUPPORTED_SCHEMA');
-    expect(error.violations).toEqual([`schema.pattern ${UNSUPPORTED}`, 'schema.required names "a" which is not in properties']);
+    expect(error.violations).toEqual([
+      `schema.pattern ${UNSUPPORTED}`,
+      'schema.required names "a" which is not in properties',
+    ]);
     expect(error.message).toBe(
       `unsupported output schema: schema.pattern ${UNSUPPORTED}; schema.required names "a" which is not in properties`,
     );
@@ -415,26 +486,32 @@ describe('validateStructuredValue', () => {
 
   it('returns no violations for a fully valid value', () => {
     expect(validateStructuredValue(finding, { file: 'a.ts', line: 3, severity: 'high', kind: 'bug' })).toEqual([]);
-    expect(validateStructuredValue(everyKeyword, {
-      file: 'a.ts',
-      line: 1,
-      score: 0.5,
-      severity: 'low',
-      kind: 'bug',
-      fixed: false,
-      note: null,
-      tags: ['x', 'y'],
-      extra: [1, { a: [] }, null],
-      location: { start: 1, end: 2 },
-      unlisted: { anything: true },
-    })).toEqual([]);
+    expect(
+      validateStructuredValue(everyKeyword, {
+        file: 'a.ts',
+        line: 1,
+        score: 0.5,
+        severity: 'low',
+        kind: 'bug',
+        fixed: false,
+        note: null,
+        tags: ['x', 'y'],
+        extra: [1, { a: [] }, null],
+        location: { start: 1, end: 2 },
+        unlisted: { anything: true },
+      }),
+    ).toEqual([]);
   });
 
   it.each<[string, unknown, string[]]>([
     [
       'violations from several branches in walk order',
       { line: 'x', severity: 'mid' },
-      ['missing required property "value.file"', '"value.line" must be an integer', '"value.severity" must be one of ["low","high"]'],
+      [
+        'missing required property "value.file"',
+        '"value.line" must be an integer',
+        '"value.severity" must be one of ["low","high"]',
+      ],
     ],
     ['a const mismatch', { file: 'a', line: 1, kind: 'feature' }, ['"value.kind" must be "bug"']],
     [
@@ -501,7 +578,12 @@ describe('validateStructuredValue', () => {
     ['null enum', { p: { type: 'null', enum: [null] } }, null, []],
     ['string enum holding a number-like string', { p: { type: 'string', enum: ['1'] } }, '1', []],
     ['integer enum compared strictly', { p: { type: 'integer', enum: [1] } }, 1, []],
-    ['string enum with mixed entries', { p: { type: 'string', enum: ['a', 1, null] } }, 'b', ['"value.p" must be one of ["a",1,null]']],
+    [
+      'string enum with mixed entries',
+      { p: { type: 'string', enum: ['a', 1, null] } },
+      'b',
+      ['"value.p" must be one of ["a",1,null]'],
+    ],
   ])('enforces %s', (_name, properties, value, expected) => {
     expect(validateStructuredValue({ type: 'object', properties }, { p: value })).toEqual(expected);
   });
@@ -512,12 +594,18 @@ describe('validateStructuredValue', () => {
     ['the const message when enum passes', 'b', ['"value.p" must be "a"']],
     ['nothing when everything passes', 'a', []],
   ])('reports %s on a scalar', (_name, value, expected) => {
-    const schema: StructuredOutputSchema = { type: 'object', properties: { p: { type: 'string', enum: ['a', 'b'], const: 'a' } } };
+    const schema: StructuredOutputSchema = {
+      type: 'object',
+      properties: { p: { type: 'string', enum: ['a', 'b'], const: 'a' } },
+    };
     expect(validateStructuredValue(schema, { p: value })).toEqual(expected);
   });
 
   it('checks array items per index', () => {
-    const schema: StructuredOutputSchema = { type: 'object', properties: { a: { type: 'array', items: { type: 'string' } } } };
+    const schema: StructuredOutputSchema = {
+      type: 'object',
+      properties: { a: { type: 'array', items: { type: 'string' } } },
+    };
     expect(validateStructuredValue(schema, { a: ['x', 1, 'y', false] })).toEqual([
       '"value.a[1]" must be a string',
       '"value.a[3]" must be a string',
@@ -560,7 +648,10 @@ describe('validateStructuredValue', () => {
       properties: {
         items: {
           type: 'array',
-          items: { type: 'object', properties: { tags: { type: 'array', items: { type: 'string', enum: ['a', 'b'] } } } },
+          items: {
+            type: 'object',
+            properties: { tags: { type: 'array', items: { type: 'string', enum: ['a', 'b'] } } },
+          },
         },
       },
     };
@@ -576,7 +667,14 @@ describe('validateStructuredValue', () => {
       properties: {
         outer: {
           type: 'object',
-          properties: { inner: { type: 'object', properties: { x: { type: 'number' } }, required: ['x'], additionalProperties: false } },
+          properties: {
+            inner: {
+              type: 'object',
+              properties: { x: { type: 'number' } },
+              required: ['x'],
+              additionalProperties: false,
+            },
+          },
           required: ['inner'],
           additionalProperties: false,
         },
@@ -669,7 +767,9 @@ describe('validateStructuredValue', () => {
   });
 
   it('rejects properties given as an array at assert time', () => {
-    expect(violationsOf({ type: 'object', properties: [] })).toEqual(['schema.properties must be an object of schemas']);
+    expect(violationsOf({ type: 'object', properties: [] })).toEqual([
+      'schema.properties must be an object of schemas',
+    ]);
   });
 
   describe('agrees with ajv (strict mode) on validity of JSON values', () => {
@@ -696,14 +796,22 @@ describe('validateStructuredValue', () => {
       [
         'the finding schema',
         finding,
-        [{ file: 'a', line: 2 }, { line: 'x', severity: 'mid' }, { file: 'a', line: 1, kind: 'bug' }, { file: 'a', line: 1, kind: 'x' }],
+        [
+          { file: 'a', line: 2 },
+          { line: 'x', severity: 'mid' },
+          { file: 'a', line: 1, kind: 'bug' },
+          { file: 'a', line: 1, kind: 'x' },
+        ],
       ],
     ])('on %s', (_name, schema, values) => {
       assertSupportedOutputSchema(schema);
       const validate = ajv.compile(schema);
       for (const value of values) {
         const json: unknown = JSON.parse(JSON.stringify(value));
-        expect({ value: json, valid: validateStructuredValue(schema, json).length === 0 }).toEqual({ value: json, valid: validate(json) });
+        expect({ value: json, valid: validateStructuredValue(schema, json).length === 0 }).toEqual({
+          value: json,
+          valid: validate(json),
+        });
       }
     });
   });
@@ -728,7 +836,12 @@ describe('snapshotOutputSchema', () => {
     properties.b = { type: 'boolean' };
     original.required.push('b');
     original.default.a = 'changed';
-    expect(snapshot).toEqual({ type: 'object', properties: { a: { type: 'string', enum: ['x'] } }, required: ['a'], default: { a: 'x' } });
+    expect(snapshot).toEqual({
+      type: 'object',
+      properties: { a: { type: 'string', enum: ['x'] } },
+      required: ['a'],
+      default: { a: 'x' },
+    });
     expect(validateStructuredValue(snapshot, { a: 'x' })).toEqual([]);
     expect(validateStructuredValue(snapshot, { a: 'y' })).toEqual(['"value.a" must be one of ["x"]']);
   });
@@ -741,7 +854,9 @@ describe('snapshotOutputSchema', () => {
     } catch (err) {
       expect(err).toBeInstanceOf(OutputSchemaError);
       expect((err as OutputSchemaError).code).toBe('UNSUPPORTED_SCHEMA');
-      expect((err as OutputSchemaError).violations).toEqual(['schema.properties.a.default annotation must be JSON data']);
+      expect((err as OutputSchemaError).violations).toEqual([
+        'schema.properties.a.default annotation must be JSON data',
+      ]);
     }
   });
 

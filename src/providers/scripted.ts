@@ -4,7 +4,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure } from '@temporalio/common';
 import { type ContentBlock, textOf } from '../seam/content';
-import type { SubagentCapabilities, SubagentRunSettings, SubagentTurnContext, SubagentTurnProvider } from '../seam/provider';
+import type {
+  SubagentCapabilities,
+  SubagentRunSettings,
+  SubagentTurnContext,
+  SubagentTurnProvider,
+} from '../seam/provider';
 import type { SubagentStopReason, SubagentTurnResult } from '../seam/result';
 import { STRUCTURED_OUTPUT_TOOL } from '../seam/structured';
 import { type ToolCallOutcome, toolError, toolResult } from '../seam/tool';
@@ -114,7 +119,10 @@ export function createScriptedProvider(options: ScriptedProviderOptions = {}): S
       const child = step.delegate ? await delegate(step.delegate, ctx) : '';
       if (step.hang) await wait(2 ** 31 - 1);
       if (step.failAttempts !== undefined && ctx.attempt <= step.failAttempts) {
-        throw ApplicationFailure.retryable(`scripted transient failure on attempt ${ctx.attempt}`, 'SCRIPTED_TRANSIENT');
+        throw ApplicationFailure.retryable(
+          `scripted transient failure on attempt ${ctx.attempt}`,
+          'SCRIPTED_TRANSIENT',
+        );
       }
       if (step.fail !== undefined) throw ApplicationFailure.nonRetryable(step.fail, 'SCRIPTED_FAILURE');
 
@@ -132,14 +140,27 @@ export function createScriptedProvider(options: ScriptedProviderOptions = {}): S
           .replaceAll('{child}', child);
       const toolCalls: ContentBlock[] = [];
       for (const [index, call] of (step.calls ?? []).entries()) {
-        const argumentsJson = typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {});
-        toolCalls.push({ type: 'tool-call', id: `call-${ctx.turn}-${index}`, name: call.name, arguments: argumentsJson });
+        const argumentsJson =
+          typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {});
+        toolCalls.push({
+          type: 'tool-call',
+          id: `call-${ctx.turn}-${index}`,
+          name: call.name,
+          arguments: argumentsJson,
+        });
         const outcome = callTool(call.name, argumentsJson, ctx);
-        await observe({ kind: 'tool-result', ...event, tool: { name: call.name, isError: outcome.isError, result: textOf(outcome.content) } });
+        await observe({
+          kind: 'tool-result',
+          ...event,
+          tool: { name: call.name, isError: outcome.isError, result: textOf(outcome.content) },
+        });
       }
       if (step.holdMs) await wait(step.holdMs);
       const replyText = step.reply ?? (toolCalls.length > 0 ? undefined : DEFAULT_SCRIPTED_REPLY);
-      const output = step.output ?? [...(replyText === undefined ? [] : [{ type: 'text' as const, text: fill(replyText) }]), ...toolCalls];
+      const output = step.output ?? [
+        ...(replyText === undefined ? [] : [{ type: 'text' as const, text: fill(replyText) }]),
+        ...toolCalls,
+      ];
       await observe({ kind: 'turn-end', ...event });
       return {
         output,
