@@ -2,7 +2,7 @@
 // gRPC client connection, so the process never loads the Temporal worker's native runtime.
 import { Client, Connection } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
-import { connectionOptionsOf, dataConverterFromEnv, temporalSettingsFromEnv, unreachable } from '../temporal/config';
+import { connectionOptionsOf, encryptedClient, temporalSettingsFromEnv, unreachable } from '../temporal/config';
 
 /** Where `subagents dev` serves, and where a client looks when no server is configured. */
 export const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233';
@@ -39,13 +39,11 @@ export async function connectClient(options: ConnectClientOptions = {}): Promise
   } catch (err) {
     throw unreachable(settings.address, err);
   }
-  const dataConverter = dataConverterFromEnv(options.env);
   return {
     address: settings.address,
     namespace: settings.namespace,
     connection,
-    client: new Client({ connection, namespace: settings.namespace, ...(dataConverter ? { dataConverter } : {}) }),
-    ...(dataConverter ? { dataConverter } : {}),
+    ...encryptedClient(connection, settings.namespace, options.env),
     close: () => connection.close(),
   };
 }

@@ -2,7 +2,7 @@
 // `@temporalio/envconfig`: the TEMPORAL_* variables over a profile of the CLI's config file
 // (TEMPORAL_CONFIG_FILE, else ~/.config/temporalio/temporal.toml; TEMPORAL_PROFILE picks the
 // profile). The library, the worker entry, the main job and the CLI all connect through here.
-import type { TLSConfig } from '@temporalio/client';
+import { Client, type ConnectionLike, type TLSConfig } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig';
 import { SubagentError } from '../seam/errors';
@@ -69,10 +69,21 @@ export function connectionOptionsOf(settings: TemporalConnectionSettings) {
   };
 }
 
-/** Encryption from `SUBAGENT_ENCRYPTION_KEYS`, as a data converter for clients and workers alike. */
-export function dataConverterFromEnv(env: NodeJS.ProcessEnv = process.env): DataConverter | undefined {
+/**
+ * A client on `connection` that encrypts with the environment's keys (SUBAGENT_ENCRYPTION_KEYS),
+ * and that data converter, for the workers sharing the connection.
+ */
+export function encryptedClient(
+  connection: ConnectionLike,
+  namespace: string,
+  env: NodeJS.ProcessEnv = process.env,
+): { client: Client; dataConverter?: DataConverter } {
   const codec = codecFromEnv(env);
-  return codec ? { payloadCodecs: [codec] } : undefined;
+  const dataConverter: DataConverter | undefined = codec ? { payloadCodecs: [codec] } : undefined;
+  return {
+    client: new Client({ connection, namespace, ...(dataConverter ? { dataConverter } : {}) }),
+    ...(dataConverter ? { dataConverter } : {}),
+  };
 }
 
 /** The error every connect function throws for a server that does not answer. */

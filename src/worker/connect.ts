@@ -5,7 +5,7 @@ import { resolve } from 'node:path';
 import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { NativeConnection } from '@temporalio/worker';
-import { connectionOptionsOf, dataConverterFromEnv, temporalSettingsFromEnv, unreachable } from '../temporal/config';
+import { connectionOptionsOf, encryptedClient, temporalSettingsFromEnv, unreachable } from '../temporal/config';
 import { DevServer, DevServerOptions, startDevServer } from '../temporal/dev-server';
 import { ensureSearchAttributes } from '../temporal/search-attributes';
 
@@ -52,14 +52,12 @@ export async function connectTemporal(options: ConnectTemporalOptions = {}): Pro
   }
   // A database file made before the runs' search attributes existed lacks them: add them.
   if (devServer) await ensureSearchAttributes(connection, settings.namespace);
-  const dataConverter = dataConverterFromEnv(options.env);
   return {
     address: settings.address,
     namespace: settings.namespace,
     connection,
-    client: new Client({ connection, namespace: settings.namespace, ...(dataConverter ? { dataConverter } : {}) }),
+    ...encryptedClient(connection, settings.namespace, options.env),
     ...(devServer ? { devServer } : {}),
-    ...(dataConverter ? { dataConverter } : {}),
     async close() {
       await connection.close();
       await devServer?.stop();
