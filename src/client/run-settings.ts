@@ -5,7 +5,7 @@ import { SubagentError } from '../seam/errors';
 import type { SubagentDuration, SubagentRunSettings } from '../seam/provider';
 import type { ResolvedRunSettings } from '../../workflows/definitions';
 
-/** The defaults, with the reason for each in the README's Settings table. */
+/** The defaults, with the reason for each in the Settings table of docs/operations.md. */
 export const DEFAULT_RUN_SETTINGS = {
   resumeWindow: '24 hours',
   turnTimeout: '30 minutes',

@@ -22,7 +22,7 @@ export interface SubagentCapabilities {
 /** Durations in milliseconds or as Temporal duration strings ('10s', '30 minutes'). */
 export type SubagentDuration = number | string;
 
-/** Per-run Temporal settings; every field has a documented default (README, Settings). */
+/** Per-run Temporal settings; every field has a documented default (docs/operations.md, Settings). */
 export interface SubagentRunSettings {
   /** How long a settled run stays resumable. Default 24 hours. */
   resumeWindow?: SubagentDuration;
