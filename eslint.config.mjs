@@ -59,4 +59,6 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   prettier,
+  // After Prettier's config, which turns it off: a body on a line of its own gets braces.
+  { rules: { curly: ['error', 'multi-line'] } },
 );

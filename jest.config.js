@@ -1,7 +1,8 @@
 /**
- * Tests in three layers, each a jest project: `unit` (pure code, no server: seconds), then
- * `integration` and `faults` against one real Temporal dev server that the global setup starts
- * once for both (and stops). `npm test` runs all three; `npm run test:unit` the fast loop.
+ * Tests in layers, each a jest project: `unit` (pure code, no server: seconds), then
+ * `integration`, `conformance` (the seam spec clause by clause) and `faults` against one real
+ * Temporal dev server that the global setup starts once for them all (and stops). `npm test` runs
+ * every layer; `npm run test:unit` is the fast loop.
  */
 const base = {
   testEnvironment: 'node',
@@ -23,6 +24,7 @@ module.exports = {
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     { ...withServer, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.test.ts'] },
+    { ...withServer, displayName: 'conformance', testMatch: ['<rootDir>/test/conformance/**/*.test.ts'] },
     { ...withServer, displayName: 'faults', testMatch: ['<rootDir>/test/faults/**/*.test.ts'] },
   ],
 };

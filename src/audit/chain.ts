@@ -48,21 +48,24 @@ export function verifyAudit(records: readonly unknown[]): AuditVerdict {
     if (typeof record !== 'object' || record === null || typeof record.hash !== 'string') {
       return { ok: false, seq: index, reason: 'not an audit record' };
     }
-    if (record.seq !== index)
+    if (record.seq !== index) {
       return {
         ok: false,
         seq: index,
         reason: `record ${index} says it is record ${String(record.seq)}: reordered or removed`,
       };
-    if (record.prev !== prev)
+    }
+    if (record.prev !== prev) {
       return {
         ok: false,
         seq: index,
         reason: 'its link to the previous record is broken: a record before it was edited, removed or reordered',
       };
+    }
     const { hash, ...unsealed } = record;
-    if (hashOf(unsealed) !== hash)
+    if (hashOf(unsealed) !== hash) {
       return { ok: false, seq: index, reason: 'its content does not match its hash: it was edited' };
+    }
     prev = hash;
   }
   const declared = (records[0] as { data?: { records?: unknown } } | undefined)?.data?.records;

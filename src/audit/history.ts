@@ -75,9 +75,9 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
         case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED: {
           const attributes = event.workflowExecutionSignaledEventAttributes!;
           const [args] = await decodeArrayFromPayloads(converter, attributes.input?.payloads);
-          if (attributes.signalName === 'sendMessage')
+          if (attributes.signalName === 'sendMessage') {
             yield draft('message', { content: (args as { content: unknown }).content });
-          else if (attributes.signalName === 'childStarted') yield draft('child.start', args);
+          } else if (attributes.signalName === 'childStarted') yield draft('child.start', args);
           break;
         }
         case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED: {
@@ -116,8 +116,9 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
           const activity = scheduled.get(String(attributes.scheduledEventId));
           if (!activity) break;
           const result = await decodeFromPayloadsAtIndex(converter, 0, attributes.result?.payloads);
-          for (const record of activityRecords(activity.type, activity.input, result))
+          for (const record of activityRecords(activity.type, activity.input, result)) {
             yield draft(record.type, record.data);
+          }
           break;
         }
         case EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED:
@@ -227,8 +228,9 @@ async function firstRunId(client: Client, runId: string): Promise<string> {
     const info = raw.workflowExecutionInfo;
     return info?.firstRunId || info?.execution?.runId || '';
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError)
+    if (err instanceof WorkflowNotFoundError) {
       throw new SubagentError(`no subagent run with id "${runId}"`, 'UNKNOWN_RUN', { cause: err });
+    }
     throw err;
   }
 }

@@ -66,8 +66,9 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./server')).worker();
     case 'audit':
       if (rest[0] === 'verify') return auditVerify(flags, need(rest[1], 'audit verify <file>'));
-      if (rest[0] === 'export')
+      if (rest[0] === 'export') {
         return withClient(({ client }) => auditExport(flags, client, need(rest[1], 'audit export <id>')));
+      }
       throw new CliError('usage: subagents audit export <id> | audit verify <file>', EXIT.usage);
     case 'setup':
       return withClient(async ({ connection, namespace }) => {

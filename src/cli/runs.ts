@@ -107,11 +107,13 @@ export async function list(flags: Flags, client: Client): Promise<number> {
   }
   if (flags.json) console.log(JSON.stringify(rows));
   else if (rows.length === 0) console.log('no runs');
-  else
-    for (const row of rows)
+  else {
+    for (const row of rows) {
       console.log(
         `${row.id}  ${row.provider ?? '?'}  ${row.status}${row.stopReason ? ` (${row.stopReason})` : ''}  depth ${row.depth ?? '?'}  ${row.started}`,
       );
+    }
+  }
   return EXIT.ok;
 }
 

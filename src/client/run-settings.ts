@@ -34,8 +34,9 @@ export function resolveRunSettings(
   const retry = merged.retry!;
   const backoffCoefficient = retry.backoffCoefficient!;
   const maximumAttempts = retry.maximumAttempts!;
-  if (!(backoffCoefficient >= 1))
+  if (!(backoffCoefficient >= 1)) {
     invalidConfig(`retry.backoffCoefficient must be at least 1 (got ${backoffCoefficient})`);
+  }
   count(maximumAttempts, 'retry.maximumAttempts', 1);
   const structuredNudgeRetries = count(merged.structuredNudgeRetries!, 'structuredNudgeRetries', 0);
   const maxStepsPerTurn = count(merged.maxStepsPerTurn!, 'maxStepsPerTurn', 1);
@@ -57,8 +58,9 @@ export function resolveRunSettings(
 }
 
 function count(value: number, name: string, minimum: number): number {
-  if (!(Number.isSafeInteger(value) && value >= minimum))
+  if (!(Number.isSafeInteger(value) && value >= minimum)) {
     invalidConfig(`${name} must be an integer of at least ${minimum} (got ${value})`);
+  }
   return value;
 }
 
@@ -69,8 +71,9 @@ function duration(value: SubagentDuration, name: string, minimum = 1): number {
   } catch (err) {
     invalidConfig(`${name} must be a duration such as 10000 or '10 seconds' (got ${JSON.stringify(value)})`, err);
   }
-  if (!(Number.isFinite(ms) && ms >= minimum))
+  if (!(Number.isFinite(ms) && ms >= minimum)) {
     invalidConfig(`${name} must be at least ${minimum} ms (got ${JSON.stringify(value)})`);
+  }
   return ms;
 }
 

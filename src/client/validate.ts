@@ -28,7 +28,7 @@ export function resolveStartRequest(
   request: SubagentStartRequest,
   options: ResolveOptions = {},
 ): ResolvedSubagentRequest {
-  if (!isPlainObject(request)) invalid('the start request must be an object');
+  if (!isObjectLike(request)) invalid('the start request must be an object');
   const prompt = contentBlocks(request.prompt, 'request.prompt');
   const parent = parentRef(request.parent);
   if (request.signal !== undefined && !isAbortSignal(request.signal)) invalid('request.signal must be an AbortSignal');
@@ -76,8 +76,9 @@ export function assertPayloadWithin(value: unknown, limit: number, what: string)
 }
 
 function checkBlock(block: unknown, path: string): void {
-  if (!isPlainObject(block) || typeof block.type !== 'string')
+  if (!isPlainObject(block) || typeof block.type !== 'string') {
     invalid(`${path} must be a content block object with a string "type"`);
+  }
   const strings: Record<string, string[]> = {
     text: ['text'],
     reasoning: ['text'],
@@ -96,32 +97,37 @@ function checkBlock(block: unknown, path: string): void {
   if (notJson) invalid(notJson);
 }
 
+/**
+ * The parent as the run carries it. The parent is the harness's own agent object, so its fields
+ * are read from any object (class instances and getters included), never only from plain ones.
+ */
 function parentRef(parent: unknown): SubagentParentRef {
-  if (!isPlainObject(parent) || typeof parent.id !== 'string' || parent.id === '') {
+  const id = isObjectLike(parent) ? parent.id : undefined;
+  if (typeof id !== 'string' || id === '') {
     invalid('request.parent is required: the delegating agent, at least { id: string }');
   }
-  const options = parent.options;
-  if (options !== undefined && !isPlainObject(options)) invalid('request.parent.options must be an object');
+  const { options, session, runId } = parent as Record<string, unknown>;
+  if (options !== undefined && !isObjectLike(options)) invalid('request.parent.options must be an object');
   const depth = options?.subagentDepth ?? 0;
   if (!isNonNegativeInteger(depth)) {
     invalid(`request.parent.options.subagentDepth must be a non-negative integer (got ${describeValue(depth)})`);
   }
   const model = options?.model;
   if (model !== undefined && typeof model !== 'string') invalid('request.parent.options.model must be a string');
-  const header = isPlainObject(parent.session) ? parent.session.header : undefined;
-  if (parent.session !== undefined && !(isPlainObject(header) && typeof header.id === 'string')) {
+  const header = isObjectLike(session) ? session.header : undefined;
+  if (session !== undefined && !(isObjectLike(header) && typeof header.id === 'string')) {
     invalid('request.parent.session must be { header: { id: string, cwd?: string } }');
   }
   const cwd = header?.cwd;
   if (cwd !== undefined && typeof cwd !== 'string') invalid('request.parent.session.header.cwd must be a string');
-  if (parent.runId !== undefined && typeof parent.runId !== 'string') invalid('request.parent.runId must be a string');
+  if (runId !== undefined && typeof runId !== 'string') invalid('request.parent.runId must be a string');
   return omitUndefined({
-    agentId: parent.id,
+    agentId: id,
     sessionId: header?.id as string | undefined,
     cwd: cwd as string | undefined,
     depth,
     model: model as string | undefined,
-    runId: parent.runId as string | undefined,
+    runId: runId as string | undefined,
   });
 }
 
@@ -130,21 +136,22 @@ function parentRef(parent: unknown): SubagentParentRef {
  * `turn/end` (never the turn in flight), as conversation entries. Undefined when no turn completed.
  */
 export function seedOf(parent: SubagentStartRequest['parent']): ResolvedSubagentRequest['seed'] {
-  const events = parent.session?.events;
+  const events: unknown = parent.session?.events;
   if (events === undefined) return undefined;
   if (!Array.isArray(events)) invalid('request.parent.session.events must be an array of session events');
-  const lastTurnEnd = events.findLastIndex((event) => isPlainObject(event) && event.type === 'turn/end');
+  const lastTurnEnd = events.findLastIndex((event) => isObjectLike(event) && event.type === 'turn/end');
   if (lastTurnEnd < 0) return undefined;
   const prefix = events.slice(0, lastTurnEnd + 1);
   const entries: TranscriptEntry[] = [];
-  prefix.forEach((event, index) => {
+  prefix.forEach((event: unknown, index) => {
     const path = `request.parent.session.events[${index}]`;
-    if (!isPlainObject(event) || typeof event.type !== 'string')
+    if (!isObjectLike(event) || typeof event.type !== 'string') {
       invalid(`${path} must be a session event with a string "type"`);
-    const data = isPlainObject(event.data) ? event.data : {};
-    if (event.type === 'user/message')
+    }
+    const data = isObjectLike(event.data) ? event.data : {};
+    if (event.type === 'user/message') {
       entries.push({ kind: 'user', content: contentBlocks(data.content, `${path}.data.content`) });
-    else if (event.type === 'assistant/message') {
+    } else if (event.type === 'assistant/message') {
       const content =
         Array.isArray(data.content) && data.content.length === 0
           ? []

@@ -188,8 +188,9 @@ class AgentProcess {
       transform: (chunk: Buffer, _encoding, done) => {
         for (const line of chunk.toString('utf8').split('\n')) {
           const trimmed = line.trim();
-          if (trimmed && !trimmed.startsWith('{') && this.badLines.length < 3)
+          if (trimmed && !trimmed.startsWith('{') && this.badLines.length < 3) {
             this.badLines.push(trimmed.slice(0, 200));
+          }
         }
         done(null, chunk);
       },
@@ -198,8 +199,9 @@ class AgentProcess {
       .client({ name: 'durable-subagents' })
       .onNotification(acp.methods.client.session.update, ({ params }) => {
         const { update } = params;
-        if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text')
+        if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text') {
           this.chunks.push(update.content.text);
+        }
       })
       .onRequest(acp.methods.client.session.requestPermission, ({ params }) => this.decide(params))
       .onRequest(acp.methods.client.fs.readTextFile, async ({ params }) => {
@@ -256,8 +258,9 @@ class AgentProcess {
 
   /** session/cancel, then the process is stopped if it has not finished the turn by then. */
   cancel(): void {
-    if (this.sessionId)
+    if (this.sessionId) {
       void this.connection.agent.notify('session/cancel', { sessionId: this.sessionId }).catch(() => undefined);
+    }
     setTimeout(() => void this.stop(), this.options.killGraceMs ?? 2000).unref();
   }
 

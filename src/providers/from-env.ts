@@ -12,8 +12,9 @@ const BUILTIN: Record<string, (env: NodeJS.ProcessEnv) => SubagentHostedProvider
   scripted: () => createScriptedProvider(),
   acp: (env) => {
     const [command, ...args] = (env.SUBAGENT_ACP_COMMAND ?? '').split(/\s+/).filter(Boolean);
-    if (!command)
+    if (!command) {
       throw new SubagentError('the acp provider needs SUBAGENT_ACP_COMMAND, its command line', 'INVALID_CONFIG');
+    }
     return createAcpProvider({ command, args, resumable: env.SUBAGENT_ACP_RESUMABLE === 'true' });
   },
 };
@@ -23,11 +24,12 @@ export const BUILTIN_PROVIDERS = Object.keys(BUILTIN);
 /** One built-in provider; `INVALID_CONFIG` for a name that is not one, listing those that are. */
 export function builtinProvider(name: string, env: NodeJS.ProcessEnv = process.env): SubagentHostedProvider {
   const create = BUILTIN[name];
-  if (!create)
+  if (!create) {
     throw new SubagentError(
       `"${name}" is not a built-in provider (built in: ${BUILTIN_PROVIDERS.join(', ')})`,
       'INVALID_CONFIG',
     );
+  }
   return create(env);
 }
 

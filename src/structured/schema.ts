@@ -106,8 +106,9 @@ function checkKeys(node: PlainObject, path: string, violations: string[]): void 
   for (const key of Object.keys(node)) {
     if (CONSTRAINT_KEYWORDS.includes(key)) continue;
     if (ANNOTATION_KEYWORDS.includes(key)) {
-      if (jsonViolation(node[key], '', { undefinedProperties: 'refuse' }) !== undefined)
+      if (jsonViolation(node[key], '', { undefinedProperties: 'refuse' }) !== undefined) {
         violations.push(`${path}.${key} annotation must be JSON data`);
+      }
       continue;
     }
     violations.push(`${path}.${key} is not a supported keyword (${KEYWORD_SUBSET})`);
@@ -139,8 +140,9 @@ function checkObjectNode(node: PlainObject, path: string, stack: Set<object>, vi
       violations.push(`${path}.required must be an array of strings`);
     } else {
       for (const name of required as string[]) {
-        if (!Object.hasOwn(declared, name))
+        if (!Object.hasOwn(declared, name)) {
           violations.push(`${path}.required names "${name}" which is not in properties`);
+        }
       }
     }
   }

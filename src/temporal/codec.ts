@@ -50,8 +50,9 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   constructor(options: { keys: EncryptionKey[]; currentKeyId: string }) {
     const keys = new Map<string, Buffer>();
     for (const { id, key } of options.keys ?? []) {
-      if (typeof id !== 'string' || id.length === 0)
+      if (typeof id !== 'string' || id.length === 0) {
         throw new SubagentError('an encryption key id must be a non-empty string', 'INVALID_CONFIG');
+      }
       if (keys.has(id)) throw new SubagentError(`two encryption keys have the id "${id}"`, 'INVALID_CONFIG');
       if (!Buffer.isBuffer(key) || key.length !== KEY_BYTES) {
         const size = Buffer.isBuffer(key) ? `${key.length} bytes` : 'not a Buffer';
@@ -62,8 +63,9 @@ export class AesGcmPayloadCodec implements PayloadCodec {
       }
       keys.set(id, Buffer.from(key));
     }
-    if (keys.size === 0)
+    if (keys.size === 0) {
       throw new SubagentError('the payload codec needs at least one encryption key', 'INVALID_CONFIG');
+    }
     const current = keys.get(options.currentKeyId);
     if (!current) {
       throw new SubagentError(
@@ -171,10 +173,12 @@ export function codecFromEnv(env: NodeJS.ProcessEnv = process.env): AesGcmPayloa
         'INVALID_CONFIG',
       );
     }
-    if (keys.some((key) => key.id === id))
+    if (keys.some((key) => key.id === id)) {
       throw new SubagentError(`SUBAGENT_ENCRYPTION_KEYS lists the key id "${id}" twice`, 'INVALID_CONFIG');
-    if (!encoded || !BASE64.test(encoded))
+    }
+    if (!encoded || !BASE64.test(encoded)) {
       throw new SubagentError(`key "${id}" in SUBAGENT_ENCRYPTION_KEYS is not valid base64`, 'INVALID_CONFIG');
+    }
     const key = Buffer.from(encoded, 'base64');
     if (key.length !== KEY_BYTES) {
       throw new SubagentError(

@@ -396,8 +396,9 @@ export async function startFakeOpenAI(options: { handler?: FakeHandler } = {}): 
     },
     close() {
       closing ??= new Promise<void>((resolve) => {
-        for (const waiter of waiters)
+        for (const waiter of waiters) {
           waiter.reject(new Error(`fake-openai: closed with ${requests.length}/${waiter.count} requests`));
+        }
         waiters.clear();
         for (const socket of sockets) socket.destroy();
         server.close(() => resolve());

@@ -27,8 +27,9 @@ export async function runTool(
   try {
     return await body(context.cwd);
   } catch (error) {
-    if (error instanceof ToolPathError || error instanceof InvalidArgumentsError)
+    if (error instanceof ToolPathError || error instanceof InvalidArgumentsError) {
       return toolResult(error.message, true);
+    }
     throw error;
   }
 }
@@ -74,8 +75,9 @@ export function booleanArgument(input: Record<string, unknown>, name: string): b
 
 export function positiveIntegerOption(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || value < 1)
+  if (!Number.isSafeInteger(value) || value < 1) {
     throw new RangeError(`${name} must be a positive integer (got ${value})`);
+  }
   return value;
 }
 

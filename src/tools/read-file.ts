@@ -76,8 +76,9 @@ async function readSelection(
     if (!stat.isFile()) return toolResult(`${JSON.stringify(display)} is not a regular file`, true);
     const size = stat.size;
     const sniff = await readAt(handle, 0, Math.min(size, BINARY_SNIFF_BYTES));
-    if (sniff.includes(0))
+    if (sniff.includes(0)) {
       return toolResult(`${JSON.stringify(display)} looks like a binary file; read_file reads text only`, true);
+    }
     if (size === 0) return toolResult(`File ${display} is empty.`);
 
     const bounds = await lineBounds(handle, size, offset, limit);

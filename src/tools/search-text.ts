@@ -198,11 +198,13 @@ class TextSearch {
   report(pattern: string, start: string): string {
     const lines =
       this.results.length > 0 ? [...this.results] : [`no matches for ${JSON.stringify(pattern)} in ${start}`];
-    if (this.more)
+    if (this.more) {
       lines.push(`[truncated: more than ${this.options.maxResults} matches; narrow the pattern or the path]`);
+    }
     const skipped: string[] = [];
-    if (this.skippedLarge > 0)
+    if (this.skippedLarge > 0) {
       skipped.push(`${this.skippedLarge} ${plural(this.skippedLarge, 'file')} over ${this.options.maxFileBytes} bytes`);
+    }
     if (this.skippedOutside > 0) {
       skipped.push(`${this.skippedOutside} ${plural(this.skippedOutside, 'symlink')} leaving the working directory`);
     }

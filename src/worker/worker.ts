@@ -90,11 +90,12 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
     }
     const clash =
       provider.driver === 'agent-loop' && provider.tools.find((tool) => RESERVED_ACTIVITY_NAMES.includes(tool.name));
-    if (clash)
+    if (clash) {
       throw new SubagentError(
         `provider "${provider.name}" has a tool named "${clash.name}", a name the worker reserves`,
         'INVALID_CONFIG',
       );
+    }
     providers.set(provider.name, provider);
   }
   if (providers.size === 0) throw new SubagentError('a subagent worker needs at least one provider', 'INVALID_CONFIG');
@@ -178,8 +179,9 @@ function delegateThrough(service: TemporalSubagentService): SubagentDelegate {
     const depth = parent.depth + 1;
     const capable = service.getProvider(provider)?.capabilities.depthLimit ?? false;
     // A provider without the capability cannot take the cap; the depth is checked here instead.
-    if (request.maxDepth === undefined && cap !== undefined && !capable && depth > cap)
+    if (request.maxDepth === undefined && cap !== undefined && !capable && depth > cap) {
       throw new SubagentDepthError(depth, cap);
+    }
     return service.start(provider, {
       ...request,
       ...(cap !== undefined && (capable || request.maxDepth !== undefined) ? { maxDepth: cap } : {}),

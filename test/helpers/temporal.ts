@@ -38,8 +38,9 @@ export async function connectTestTemporal(
 ): Promise<TestTemporal> {
   installQuietRuntime();
   const address = options.address ?? process.env.TEMPORAL_TEST_ADDRESS;
-  if (!address)
+  if (!address) {
     throw new Error('TEMPORAL_TEST_ADDRESS is unset: run the tests through jest (globalSetup starts the server)');
+  }
   const connection = await NativeConnection.connect({ address });
   const client = new Client({
     connection,
@@ -134,3 +135,32 @@ export async function eventually<T>(
 
 /** A script of test/fixtures/, to run with `spawnReadyProcess`. */
 export const fixture = (name: string) => join(__dirname, '..', 'fixtures', `${name}.ts`);
+
+export interface TestRuns {
+  /** Set before the file's first test. */
+  readonly temporal: TestTemporal;
+  /** A service with `providers` registered; set before the file's first test. */
+  readonly service: TemporalSubagentService;
+}
+
+/**
+ * For the whole test file: a connection to the shared server, a worker hosting `providers` and
+ * a service that knows them, all set up before the first test and stopped after the last.
+ */
+export function testRuns(
+  providers: SubagentHostedProvider[],
+  options: { namespace?: string; worker?: Partial<SubagentWorkerOptions> } = {},
+): TestRuns {
+  const runs = {} as { temporal: TestTemporal; service: TemporalSubagentService; stop?: () => Promise<void> };
+  beforeAll(async () => {
+    runs.temporal = await connectTestTemporal(options.namespace);
+    runs.stop = await startWorker(runs.temporal, providers, options.worker);
+    runs.service = newService(runs.temporal);
+    for (const provider of providers) runs.service.registerProvider(provider);
+  });
+  afterAll(async () => {
+    await runs.stop?.();
+    await runs.temporal?.close();
+  });
+  return runs;
+}

@@ -56,8 +56,9 @@ it('carries 1,000 messages over 300 turns through continue-as-new, each once and
   );
 
   const executions = [];
-  for await (const execution of temporal.client.workflow.list({ query: `WorkflowId = '${run.id}'` }))
+  for await (const execution of temporal.client.workflow.list({ query: `WorkflowId = '${run.id}'` })) {
     executions.push(execution);
+  }
   expect(executions.length).toBeGreaterThan(3);
   // Each run stops near the threshold: at most one turn's events past it.
   for (const execution of executions) expect(execution.historyLength).toBeLessThan(THRESHOLD + 60);
