@@ -42,6 +42,8 @@ export interface SubagentRunInput {
   resumable: boolean;
   /** The caller cancelled before the run began: settle `aborted` without calling the provider. */
   abortedAtStart?: boolean;
+  /** The caller disposed the run before it began: settle `error` without calling the provider. */
+  disposedAtStart?: boolean;
   /** State carried through continue-as-new; absent on a fresh start. */
   carried?: SubagentRunCarry;
 }
@@ -110,7 +112,13 @@ export interface ResumeArgs {
   content: ContentBlock[];
   /** The caller cancelled before the resume was sent: the new segment settles `aborted` at once. */
   abortedAtStart?: boolean;
+  /** The caller disposed the new segment before the resume was sent: it settles `error` at once. */
+  disposedAtStart?: boolean;
 }
+
+/** How a segment stopped before it settled, or before it began, ends. */
+export const DISPOSED_BEFORE_SETTLING = 'the run was disposed before it settled';
+export const DISPOSED_BEFORE_BEGINNING = 'the run was disposed before it began';
 
 /** The user message of a nudge turn. */
 export const STRUCTURED_OUTPUT_NUDGE =

@@ -5,6 +5,7 @@
 // run. A long segment continues as new between turns when the server suggests it.
 import {
   ActivityCancellationType,
+  ActivityFailure,
   ActivityOptions,
   ApplicationFailure,
   CancellationScope,
@@ -13,6 +14,7 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   makeContinueAsNewFunc,
+  patched,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
@@ -21,6 +23,8 @@ import { payloadLimitViolation } from '../src/seam/constants';
 import type { ContentBlock } from '../src/seam/content';
 import type { SubagentResult, SubagentTurnResult } from '../src/seam/result';
 import {
+  DISPOSED_BEFORE_BEGINNING,
+  DISPOSED_BEFORE_SETTLING,
   STRUCTURED_OUTPUT_NUDGE,
   type ResumeArgs,
   type SegmentOutcome,
@@ -41,6 +45,11 @@ import {
 import { PROVIDER_ATTRIBUTE, STATUS_ATTRIBUTE, STOP_REASON_ATTRIBUTE } from './search-attributes';
 import { RunState, turnRunner } from './turns';
 
+/** Patch: a dispose before the segment settled ends it `error` (seam §5.5), not `aborted`. */
+const DISPOSE_SETTLES_ERROR_PATCH = 'dispose-settles-error';
+/** Patch: a provider that takes no messages is not nudged (a nudge is a message to the child). */
+const NUDGE_NEEDS_STEERING_PATCH = 'nudge-needs-steering';
+
 export async function subagentRunWorkflow(input: SubagentRunInput): Promise<SubagentRunOutcome> {
   const { settings, request, carried } = input;
   const segment = carried?.segment ?? 0;
@@ -60,7 +69,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   let phase: SubagentRunStatus['phase'] = 'running';
   let outcome: SegmentOutcome | undefined;
   let resumeRequest: ResumeArgs | undefined;
-  let disposeRequested = false;
+  let disposeRequested = input.disposedAtStart ?? false;
   let continuing = false;
   const segmentScope = new CancellationScope();
   // Search attributes are kept only when the caller set them at start (the server knows them).
@@ -174,7 +183,10 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   }
 
   /** Continues as new, telling every caller waiting on a result to ask the next run. */
-  async function continueWith(next: SubagentRunCarry, abortedAtStart?: boolean): Promise<never> {
+  async function continueWith(
+    next: SubagentRunCarry,
+    atStart: Pick<SubagentRunInput, 'abortedAtStart' | 'disposedAtStart'> = {},
+  ): Promise<never> {
     continuing = true;
     await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
     // The memo (the request's fingerprint for idempotent starts) and search attributes stay with the run.
@@ -183,7 +195,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
       memo: workflowInfo().memo,
       typedSearchAttributes: workflowInfo().typedSearchAttributes,
     });
-    return continueAsNew({ ...input, abortedAtStart, carried: next });
+    return continueAsNew({ ...input, ...atStart, carried: next });
   }
 
   const carry = (pending: ContentBlock[][], midSegment?: SubagentRunCarry['midSegment']): SubagentRunCarry => ({
@@ -222,7 +234,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
           if (last.structured !== undefined || last.stopReason !== 'completed') return;
           if (state.pending.length > 0) {
             turnInput = state.pending.splice(0);
-          } else if (structuredRun && nudgesLeft > 0 && !segmentScope.consideredCancelled) {
+          } else if (structuredRun && nudgesLeft > 0 && !segmentScope.consideredCancelled && canTakeNudge()) {
             nudgesLeft--;
             turnInput = [[{ type: 'text', text: STRUCTURED_OUTPUT_NUDGE }]];
           } else {
@@ -231,14 +243,17 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
         }
       });
     } catch (err) {
-      if (!isCancellation(err)) throw err;
-      return { output: lastOutput, stopReason: 'aborted' };
+      // A cancelled turn whose worker died cannot report its cancellation: it fails by its
+      // heartbeat timeout instead, and the cancel still wins (turns.ts rethrows it).
+      const stoppedTurn = err instanceof ActivityFailure && segmentScope.consideredCancelled;
+      if (!isCancellation(err) && !stoppedTurn) throw err;
+      return stopped(lastOutput);
     }
     const { output, stopReason, diagnostic, structured } = last!;
     if (structuredRun && structured === undefined && stopReason === 'completed') {
       // The cancel contract wins over the missing value.
       return segmentScope.consideredCancelled
-        ? { output, stopReason: 'aborted' }
+        ? stopped(output)
         : { output, stopReason: 'error', diagnostic: 'the child finished without calling structured_output' };
     }
     return {
@@ -258,9 +273,29 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
       .catch(() => undefined);
   }
 
+  /** A nudge is a user message; a provider without steering (a hosted in-process run) cannot take one. */
+  function canTakeNudge(): boolean {
+    return input.steering || !patched(NUDGE_NEEDS_STEERING_PATCH);
+  }
+
+  /**
+   * How a segment stopped before it settled ends: `aborted` when the run was cancelled; when it
+   * was disposed, `error`, as the seam's disposed turn maps (histories from before the patch: `aborted`).
+   */
+  function stopped(output: ContentBlock[]): SubagentResult {
+    if (disposeRequested && !runCancelled() && patched(DISPOSE_SETTLES_ERROR_PATCH)) {
+      return { output, stopReason: 'error', diagnostic: DISPOSED_BEFORE_SETTLING };
+    }
+    return { output, stopReason: 'aborted' };
+  }
+
   const runCancelled = () => CancellationScope.current().consideredCancelled;
   let closedBy: SubagentRunClosedBy = 'settled';
-  const result: SubagentResult = input.abortedAtStart ? { output: [], stopReason: 'aborted' } : await runSegment();
+  const result: SubagentResult = input.abortedAtStart
+    ? { output: [], stopReason: 'aborted' }
+    : input.disposedAtStart
+      ? { output: [], stopReason: 'error', diagnostic: DISPOSED_BEFORE_BEGINNING }
+      : await runSegment();
   const parks = input.resumable && !disposeRequested && !runCancelled() && result.stopReason !== 'aborted';
   const usage = input.driver === 'agent-loop' ? { usage: state.usage } : {};
   outcome = { segment, result, ...usage, ...(parks ? { resumableUntil: Date.now() + settings.resumeWindowMs } : {}) };
@@ -286,7 +321,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     if (resumeRequest && closedBy === 'settled') {
       await continueWith(
         { ...carry([...state.pending, resumeRequest.content]), segment: segment + 1 },
-        resumeRequest.abortedAtStart,
+        { abortedAtStart: resumeRequest.abortedAtStart, disposedAtStart: resumeRequest.disposedAtStart },
       );
     }
   } else {

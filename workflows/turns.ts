@@ -2,7 +2,7 @@
 // `agent-loop` driver runs each model call and each tool call as an activity of its own, and
 // hands steering messages to the child before every model call. Both keep the conversation in
 // the workflow and send activities a reference to it plus what is new, never the whole of it.
-import { ActivityOptions, isCancellation, proxyActivities } from '@temporalio/workflow';
+import { ActivityOptions, CancellationScope, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { ModelCallResult, ModelToolCall, ToolActivityInput } from '../activities/types';
 import type { ContentBlock, JsonValue } from '../src/seam/content';
@@ -76,7 +76,7 @@ export function turnRunner(
       const { outputId: _, consumedMessages: __, ...turnResult } = result;
       return turnResult;
     } catch (err) {
-      if (isCancellation(err)) throw err;
+      if (stoppedByCancel(err)) throw err;
       return { output: [], stopReason: 'error', diagnostic: failureMessage(err) };
     }
   }
@@ -105,7 +105,7 @@ export function turnRunner(
           request: turn === 0 && step === 0 ? state.request : undefined,
         });
       } catch (err) {
-        if (isCancellation(err)) throw err;
+        if (stoppedByCancel(err)) throw err;
         return { output: [], stopReason: 'error', diagnostic: failureMessage(err) };
       }
       state.transcript.push({
@@ -152,7 +152,7 @@ export function turnRunner(
         delegation: delegationOf(state.request),
       });
     } catch (err) {
-      if (isCancellation(err)) throw err;
+      if (stoppedByCancel(err)) throw err;
       return toolError(`tool ${call.name} failed: ${failureMessage(err)}`);
     }
   }
@@ -167,6 +167,18 @@ function turnResult(result: ModelCallResult): SubagentTurnResult {
     ...(result.diagnostic === undefined ? {} : { diagnostic: result.diagnostic }),
     ...(result.structured === undefined ? {} : { structured: result.structured }),
   };
+}
+
+/** Patch: an activity that fails after its run was cancelled (its worker died) stops the run. */
+export const CANCEL_WINS_PATCH = 'cancel-wins-over-activity-failure';
+
+/**
+ * Whether a failed activity means the run was stopped: its cancellation, or any failure once the
+ * run is cancelled. A cancelled activity whose worker died never reports its cancellation; it
+ * ends by its heartbeat timeout (histories from before the patch: a failure like any other).
+ */
+function stoppedByCancel(err: unknown): boolean {
+  return isCancellation(err) || (CancellationScope.current().consideredCancelled && patched(CANCEL_WINS_PATCH));
 }
 
 /** The messages of a failure chain: ActivityFailure wraps the provider's failure or a timeout. */

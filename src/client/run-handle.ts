@@ -37,6 +37,9 @@ export interface RunHandleContext {
   reconnectWindowMs: number;
 }
 
+/** How a segment stopped before it began: `begin()` starts it so, and the provider is never called. */
+export type StopAtStart = 'cancelled' | 'disposed';
+
 export interface RunHandleInit {
   runId: string;
   provider: string;
@@ -46,10 +49,11 @@ export interface RunHandleInit {
   resumable: boolean;
   /**
    * Creates the segment on the server (start workflow, or resume update), within the start
-   * deadline. Called one microtask after the handle exists, so a `cancel()` in the same tick as
-   * `start()` is seen as `abortedAtStart`.
+   * deadline. Called one microtask after the handle exists, so a `cancel()` or `dispose()` in the
+   * same tick as `start()` reaches it as `stopAtStart`. Resolves with whether the segment began
+   * so stopped; false when the call joined a run that already existed (a keyed start).
    */
-  begin?: (abortedAtStart: boolean) => Promise<unknown>;
+  begin?: (stopAtStart: StopAtStart | undefined) => Promise<boolean>;
   /** Emit `subagent/start` and `subagent/end` for this segment (not for attached runs). */
   emitEvents: boolean;
 }
@@ -63,6 +67,8 @@ export class RunHandle {
   private segment: number | undefined;
   private outcome: SegmentOutcome | undefined;
   private cancelRequested = false;
+  private cancelReason: string | undefined;
+  private stopAtStart: StopAtStart | undefined;
   private begun: boolean;
   private resumed = false;
   private disposed = false;
@@ -80,7 +86,10 @@ export class RunHandle {
     this.started = begin
       ? Promise.resolve().then(async () => {
           this.begun = true;
-          await begin(this.cancelRequested);
+          const stopAtStart = this.stopAtStart;
+          const applied = await begin(stopAtStart);
+          // A keyed start that joined a running run could not start it cancelled: cancel it now.
+          if (!applied && stopAtStart === 'cancelled') this.requestCancel();
         })
       : Promise.resolve();
     const result = this.started
@@ -181,25 +190,37 @@ export class RunHandle {
   private cancel(reason?: string): void {
     if (this.outcome || this.cancelRequested) return;
     this.cancelRequested = true;
-    if (!this.begun) return; // begin() starts the segment already aborted
-    this.started
-      .then(() =>
-        this.context.client.workflowService.requestCancelWorkflowExecution({
-          namespace: this.context.client.options.namespace,
-          workflowExecution: { workflowId: this.init.runId },
-          identity: this.context.client.options.identity,
-          requestId: randomUUID(),
-          reason: reason ?? 'subagent cancelled',
-        }),
-      )
-      .catch((err: unknown) => this.reportBackgroundFailure('cancel', err));
+    this.cancelReason = reason;
+    if (!this.begun) {
+      this.stopAtStart ??= 'cancelled'; // begin() starts the segment already aborted
+      return;
+    }
+    this.started.then(() => this.requestCancel()).catch(() => undefined); // a failed start has nothing to cancel
+  }
+
+  /** Workflow cancellation with the caller's reason, in the background; a failure is logged. */
+  private requestCancel(): void {
+    this.context.client.workflowService
+      .requestCancelWorkflowExecution({
+        namespace: this.context.client.options.namespace,
+        workflowExecution: { workflowId: this.init.runId },
+        identity: this.context.client.options.identity,
+        requestId: randomUUID(),
+        reason: this.cancelReason ?? 'subagent cancelled',
+      })
+      .catch((err: unknown) => {
+        // The run may have closed meanwhile: then there is nothing left to cancel.
+        if (!(toSubagentError(err, this.init.runId).code === 'UNKNOWN_RUN')) {
+          this.reportBackgroundFailure('cancel', err);
+        }
+      });
   }
 
   private dispose(): Promise<void> {
     this.disposing ??= (async () => {
       this.disposed = true;
-      // A dispose in the same tick as start() makes the run begin already aborted.
-      this.cancelRequested ||= this.outcome === undefined;
+      // A dispose in the same tick as start() makes the run begin already disposed.
+      if (!this.begun) this.stopAtStart ??= 'disposed';
       try {
         await this.started;
       } catch {
@@ -256,11 +277,15 @@ export class RunHandle {
     const next = new RunHandle(this.context, {
       ...this.init,
       segment: fromSegment + 1,
-      begin: async (abortedAtStart) => {
+      begin: async (stopAtStart) => {
+        const args = {
+          fromSegment,
+          content: message,
+          ...(stopAtStart === 'cancelled' ? { abortedAtStart: true } : {}),
+          ...(stopAtStart === 'disposed' ? { disposedAtStart: true } : {}),
+        };
         try {
-          await withinDeadline(this.context, () =>
-            this.handle.executeUpdate(resumeUpdate, { args: [{ fromSegment, content: message, abortedAtStart }] }),
-          );
+          await withinDeadline(this.context, () => this.handle.executeUpdate(resumeUpdate, { args: [args] }));
         } catch (err) {
           // NotFound also means closed (its window passed since this handle looked): not resumable.
           if (err instanceof WorkflowNotFoundError && (await workflowExists(this.handle))) {
@@ -270,6 +295,7 @@ export class RunHandle {
           }
           throw err;
         }
+        return true;
       },
       emitEvents: true,
     });

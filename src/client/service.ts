@@ -23,7 +23,7 @@ import type { SubagentProvider, SubagentProviderDescriptor, SubagentRunSettings 
 import type { SubagentStartRequest } from '../seam/request';
 import type { SubagentLogger, SubagentRun } from '../seam/run';
 import { SubagentEventListener, SubagentEventName, SubagentEvents } from './events';
-import { RunHandle, RunHandleContext, withinDeadline } from './run-handle';
+import { RunHandle, RunHandleContext, StopAtStart, withinDeadline } from './run-handle';
 import { resolveRunSettings } from './run-settings';
 import { assertPayloadWithin, resolveStartRequest } from './validate';
 
@@ -187,10 +187,16 @@ export class TemporalSubagentService {
     ];
     const indexed = (start: (extra: { typedSearchAttributes?: SearchAttributePair[] }) => Promise<unknown>) =>
       this.indexedStart(attributes, start);
-    const startOptions = (abortedAtStart: boolean) => ({
+    const startOptions = (stopAtStart: StopAtStart | undefined) => ({
       workflowId: runId,
       taskQueue: provider.taskQueue,
-      args: [abortedAtStart ? { ...input, abortedAtStart } : input] as [SubagentRunInput],
+      args: [
+        stopAtStart === 'cancelled'
+          ? { ...input, abortedAtStart: true }
+          : stopAtStart === 'disposed'
+            ? { ...input, disposedAtStart: true }
+            : input,
+      ] as [SubagentRunInput],
       workflowIdReusePolicy: 'REJECT_DUPLICATE' as const,
     });
     const handle = new RunHandle(this.context, {
@@ -210,27 +216,31 @@ export class TemporalSubagentService {
       (this.options.client.connection as InternalConnectionLike)[InternalConnectionLikeSymbol]?.supportsEagerStart ===
       true;
 
-    async function startFresh(abortedAtStart: boolean): Promise<void> {
+    async function startFresh(stopAtStart: StopAtStart | undefined): Promise<boolean> {
       await indexed((extra) =>
         withinDeadline(context, () =>
           workflow.start<typeof subagentRunWorkflow>(SUBAGENT_RUN_WORKFLOW, {
-            ...startOptions(abortedAtStart),
+            ...startOptions(stopAtStart),
             ...extra,
             workflowIdConflictPolicy: 'FAIL',
             requestEagerStart: eager,
           }),
         ),
       );
+      return true;
     }
 
-    /** Starts or joins the keyed run, then checks it was started for this very request. */
-    async function startKeyed(abortedAtStart: boolean): Promise<void> {
+    /**
+     * Starts or joins the keyed run, then checks it was started for this very request. Resolves
+     * false: a joined run did not begin with `stopAtStart` (the handle cancels it instead).
+     */
+    async function startKeyed(stopAtStart: StopAtStart | undefined): Promise<boolean> {
       const fingerprint = sha256(canonicalJson({ provider: name, request: input.request }));
       try {
         await indexed((extra) =>
           withinDeadline(context, () =>
             workflow.start<typeof subagentRunWorkflow>(SUBAGENT_RUN_WORKFLOW, {
-              ...startOptions(abortedAtStart),
+              ...startOptions(stopAtStart),
               ...extra,
               // Joins the run its key already started, running or closed.
               workflowIdConflictPolicy: 'USE_EXISTING',
@@ -249,6 +259,7 @@ export class TemporalSubagentService {
           'IDEMPOTENCY_CONFLICT',
         );
       }
+      return false;
     }
     const { signal } = request;
     if (signal?.aborted) handle.run.cancel('subagent cancelled');

@@ -1,5 +1,5 @@
 // Every row of the seam → Temporal mapping, against the real dev server: one workflow per run,
-// cancel, steering, resume, dispose, attach, depth.
+// steering, resume, attach, depth (cancel and dispose: test/conformance/cancel-dispose.test.ts).
 import { WorkflowExecutionStatusName } from '@temporalio/client';
 import {
   type ResolvedSubagentRequest,
@@ -144,62 +144,6 @@ it('starts a run while no worker polls its queue, and completes it once a worker
   }
 });
 
-describe('cancel', () => {
-  it('reaches the provider mid-turn, and the result settles aborted only after it stopped', async () => {
-    const order: string[] = [];
-    const run = startScripted([{ hang: true }]);
-    await turnStarted(run);
-    run.cancel('the parent changed its mind');
-    const result = await run.result;
-    order.push('settled');
-    expect(result).toEqual({ output: [], stopReason: 'aborted' });
-    expect(eventsOf(run, 'cancelled')).toHaveLength(1);
-    expect(await eventually(async () => ((await statusOf(run)) === 'COMPLETED' ? true : undefined))).toBe(true);
-    expect((await closedOutcome(run)).closedBy).toBe('cancelled');
-    await run.dispose();
-  });
-
-  it('in the same tick as start settles aborted without calling the provider', async () => {
-    const run = startScripted([{ reply: 'should not run' }]);
-    run.cancel();
-    expect(await run.result).toEqual({ output: [], stopReason: 'aborted' });
-    expect(eventsOf(run)).toEqual([]);
-    await run.dispose();
-  });
-
-  it('from an already-aborted signal settles aborted without calling the provider', async () => {
-    const controller = new AbortController();
-    controller.abort();
-    const run = service.start(scripted.name, { prompt: text('x'), parent, signal: controller.signal });
-    expect(await run.result).toEqual({ output: [], stopReason: 'aborted' });
-    expect(eventsOf(run)).toEqual([]);
-    await run.dispose();
-  });
-
-  it('from a signal aborted mid-run cancels the run', async () => {
-    const controller = new AbortController();
-    const run = service.start(scripted.name, {
-      prompt: text('x'),
-      parent,
-      signal: controller.signal,
-      agentOptions: { script: [{ hang: true }] },
-    });
-    await turnStarted(run);
-    controller.abort();
-    expect((await run.result).stopReason).toBe('aborted');
-    expect(eventsOf(run, 'cancelled')).toHaveLength(1);
-    await run.dispose();
-  });
-
-  it('after the run completed leaves it completed', async () => {
-    const run = startScripted([{ reply: 'finished' }]);
-    const result = await run.result;
-    run.cancel();
-    expect(result.stopReason).toBe('completed');
-    await run.dispose();
-  });
-});
-
 describe('sendMessage', () => {
   it('delivers messages at the next turn boundary, in order, each once', async () => {
     const run = startScripted([{ delayMs: 800, reply: 'first: {input}' }, { reply: 'second: {input}' }]);
@@ -290,29 +234,6 @@ describe('resume', () => {
     const loser = two.resume!(text('second'));
     await expect(loser.result).rejects.toMatchObject({ code: 'NOT_RESUMABLE' });
     await winner.dispose();
-  });
-});
-
-describe('dispose', () => {
-  it('is idempotent and returns once the provider has stopped and the workflow has closed', async () => {
-    const run = startScripted([{ hang: true }]);
-    await turnStarted(run);
-    const first = run.dispose();
-    expect(run.dispose()).toBe(first);
-    await first;
-    expect(eventsOf(run, 'cancelled')).toHaveLength(1);
-    expect(await statusOf(run)).toBe('COMPLETED');
-    expect(await run.result).toEqual({ output: [], stopReason: 'aborted' });
-    expect((await closedOutcome(run)).closedBy).toBe('disposed');
-  });
-
-  it('of an earlier segment leaves the resumed segment running', async () => {
-    const first = startScripted([{ reply: 'a' }, { delayMs: 400, reply: 'b' }]);
-    await first.result;
-    const second = first.resume!(text('more'));
-    await first.dispose();
-    expect(await second.result).toEqual({ output: text('b'), stopReason: 'completed' });
-    await second.dispose();
   });
 });
 

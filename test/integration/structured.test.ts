@@ -44,15 +44,30 @@ const innerStructured: SubagentProvider = {
     };
   },
 };
+/** An in-process provider that answers in prose, never with a structured value, and counts its starts. */
+const proseStarts: string[] = [];
+const innerProse: SubagentProvider = {
+  name: uniqueName('seam-prose'),
+  capabilities: { outputSchema: true, depthLimit: false, toolFilter: false },
+  inheritsParentContext: false,
+  start(request) {
+    proseStarts.push(request.prompt.map((block) => (block.type === 'text' ? block.text : '')).join(''));
+    return {
+      id: 'inner-prose',
+      result: Promise.resolve({ output: text('a prose answer'), stopReason: 'completed' }),
+      cancel() {},
+      dispose: async () => {},
+    };
+  },
+};
 let service: ReturnType<typeof newService>;
 
 beforeAll(async () => {
   temporal = await connectTestTemporal();
-  stopWorker = await startWorker(temporal, [scripted, noNudge, hostSeamProvider(innerStructured)], {
-    heartbeatIntervalMs: 200,
-  });
+  const hosted = [hostSeamProvider(innerStructured), hostSeamProvider(innerProse)];
+  stopWorker = await startWorker(temporal, [scripted, noNudge, ...hosted], { heartbeatIntervalMs: 200 });
   service = newService(temporal);
-  for (const provider of [scripted, noNudge, innerStructured]) service.registerProvider(provider);
+  for (const provider of [scripted, noNudge, ...hosted]) service.registerProvider(provider);
 });
 afterAll(async () => {
   await stopWorker?.();
@@ -276,6 +291,21 @@ describe('schemas', () => {
 });
 
 describe('a hosted seam provider that captures itself', () => {
+  it('is not nudged when it finishes without a value: it cannot take a message, so it settles error after one start', async () => {
+    const run = service.start(innerProse.name, {
+      prompt: text('answer once'),
+      parent: { id: 'p' },
+      outputSchema: schema as never,
+    });
+    expect(await run.result).toEqual({
+      output: text('a prose answer'),
+      stopReason: 'error',
+      diagnostic: 'the child finished without calling structured_output',
+    });
+    expect(proseStarts).toEqual(['answer once']);
+    await run.dispose();
+  });
+
   it('passes a valid structured value through', async () => {
     const run = service.start(innerStructured.name, {
       prompt: text('{"answer":"inner"}'),
