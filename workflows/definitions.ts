@@ -38,6 +38,8 @@ export interface SubagentRunInput {
   settings: ResolvedRunSettings;
   /** Whether the provider takes steering messages; if not, messages are counted and dropped. */
   steering: boolean;
+  /** The provider takes messages inside its turns: one left over after a turn waits for `resume`. */
+  steeringWithinTurn?: boolean;
   /** Whether a settled segment parks for `resume`; if not, the run closes when it settles. */
   resumable: boolean;
   /** The caller cancelled before the run began: settle `aborted` without calling the provider. */

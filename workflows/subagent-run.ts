@@ -232,7 +232,10 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
           last = await runTurn(turnInput);
           if (last.output.length > 0) lastOutput = last.output;
           if (last.structured !== undefined || last.stopReason !== 'completed') return;
-          if (state.pending.length > 0) {
+          // A provider that takes messages within its turns has had its chance at these: they
+          // wait for resume. (Its runs carry `steeringWithinTurn` since that field exists, so no
+          // history from before it takes this branch.)
+          if (state.pending.length > 0 && !input.steeringWithinTurn) {
             turnInput = state.pending.splice(0);
           } else if (structuredRun && nudgesLeft > 0 && !segmentScope.consideredCancelled && canTakeNudge()) {
             nudgesLeft--;

@@ -169,6 +169,7 @@ export class TemporalSubagentService {
       }),
       settings: provider.settings,
       steering: descriptor.steering ?? false,
+      ...(descriptor.steeringWithinTurn ? { steeringWithinTurn: true } : {}),
       resumable: descriptor.resumable ?? false,
     };
     assertPayloadWithin(input, this.context.maxPayloadBytes, 'the start request');

@@ -59,6 +59,7 @@ export function createAcpProvider(options: AcpProviderOptions): SubagentTurnProv
     capabilities: { outputSchema: false, depthLimit: false, toolFilter: false },
     inheritsParentContext: false,
     steering: true,
+    steeringWithinTurn: true,
     resumable: options.resumable ?? false,
     ...(options.taskQueue === undefined ? {} : { taskQueue: options.taskQueue }),
     ...(options.runSettings === undefined ? {} : { runSettings: options.runSettings }),

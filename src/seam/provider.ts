@@ -59,6 +59,13 @@ export interface SubagentProviderDescriptor {
   readonly inheritsParentContext: boolean;
   /** Runs take `sendMessage`: messages reach the child at its next turn boundary. */
   readonly steering?: boolean;
+  /**
+   * The provider hands messages to its child inside its turn (`context.takeMessages()`, at
+   * boundaries of its own), as ACP does between prompts. A message that arrives after its last
+   * boundary waits for `resume`, as one that arrives after the result does, instead of starting
+   * another turn of a child that may not survive one (an ACP agent without `session/load`).
+   */
+  readonly steeringWithinTurn?: boolean;
   /** Settled runs park for `resume`, which continues the same child. */
   readonly resumable?: boolean;
   /**

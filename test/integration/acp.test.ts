@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { SubagentRun } from '../../src';
 import { type AcpAgentScript, acpTestAgentCommand, ReadyProcess, spawnWorkerProcess } from '../../src/testing';
 import { AcpProviderOptions, createAcpProvider } from '../../src/worker';
+import { statusQuery } from '../../workflows/definitions';
 import {
   connectTestTemporal,
   eventually,
@@ -88,6 +89,7 @@ async function noOrphans(events: () => AgentEvent[]): Promise<void> {
   await eventually(() => (pids.some(alive) ? undefined : true), 5000);
 }
 const prompts = (events: () => AgentEvent[]) => events().filter((e) => e.event === 'prompt');
+const statusOf = (run: SubagentRun) => temporal.client.workflow.getHandle(run.id).query(statusQuery);
 
 it('runs a prompt turn and returns the streamed chunks as its output', async () => {
   const agent = await acpProvider({ turns: [{ chunks: ['Hello ', 'from ', 'the agent: {prompt}'] }] });
@@ -178,6 +180,20 @@ it('delivers a steering message as the next prompt turn, to the same agent proce
   const seen = prompts(agent.events);
   expect(seen.map((e) => e.text)).toEqual(['start', 'change course']);
   expect(new Set(seen.map((e) => e.pid)).size).toBe(1);
+  await run.dispose();
+});
+
+it('keeps a message that arrives after the last prompt boundary for resume, instead of a turn the agent cannot continue', async () => {
+  // No session/load: a second turn would need a new process that cannot continue the session.
+  const agent = await acpProvider({ exitDelayMs: 1500, turns: [{ chunks: ['only answer'] }] }, { killGraceMs: 5000 });
+  const run = agent.start('start');
+  // The turn has taken its last messages and is stopping the agent when this one arrives.
+  await eventually(() => agent.events().find((e) => e.event === 'stdin-closed'));
+  run.sendMessage!(text('too late for this turn'));
+  await eventually(async () => ((await statusOf(run)).pendingMessages === 1 ? true : undefined));
+  expect(await run.result).toEqual({ output: text('only answer'), stopReason: 'completed' });
+  expect(prompts(agent.events).map((e) => e.text)).toEqual(['start']);
+  expect(await statusOf(run)).toMatchObject({ turns: 1, pendingMessages: 1 });
   await run.dispose();
 });
 
