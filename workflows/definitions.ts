@@ -63,6 +63,8 @@ export interface SubagentRunCarry {
   children: string[];
   /** Set when a segment continued as new between two of its turns. */
   midSegment?: { nudgesLeft: number; lastOutput: ContentBlock[] };
+  /** Ids of the latest messages received, so a retried signal is counted once across it too. */
+  messageIds?: string[];
 }
 
 export interface SegmentOutcome {
@@ -107,6 +109,8 @@ export interface SubagentRunStatus {
 
 export interface SendMessageArgs {
   content: ContentBlock[];
+  /** The sender's id for this message: a signal retried after a lost response counts once. */
+  id?: string;
 }
 
 export interface ResumeArgs {

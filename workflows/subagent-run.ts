@@ -47,6 +47,8 @@ import { RunState, turnRunner } from './turns';
 
 /** Patch: a dispose before the segment settled ends it `error` (seam §5.5), not `aborted`. */
 const DISPOSE_SETTLES_ERROR_PATCH = 'dispose-settles-error';
+/** Message ids remembered against retried signals: a retry comes within a reconnect window, not 1,000 messages later. */
+const REMEMBERED_MESSAGE_IDS = 1000;
 /** Patch: a provider that takes no messages is not nudged (a nudge is a message to the child). */
 const NUDGE_NEEDS_STEERING_PATCH = 'nudge-needs-steering';
 
@@ -65,6 +67,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     ...(carried?.providerState === undefined ? {} : { providerState: carried.providerState }),
   };
   let droppedMessages = carried?.droppedMessages ?? 0;
+  const messageIds = new Set(carried?.messageIds ?? []);
   const children = new Set(carried?.children ?? []);
   let phase: SubagentRunStatus['phase'] = 'running';
   let outcome: SegmentOutcome | undefined;
@@ -90,7 +93,14 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   };
   const runTurn = turnRunner(input.driver, state, activityOptions, settings.maxStepsPerTurn);
 
-  setHandler(sendMessageSignal, ({ content }) => {
+  setHandler(sendMessageSignal, ({ content, id }) => {
+    // A sender retries a signal whose response it lost: the same id is the same message.
+    // (Histories from before ids carry none, and take the branch below as they did.)
+    if (id !== undefined) {
+      if (messageIds.has(id)) return;
+      messageIds.add(id);
+      if (messageIds.size > REMEMBERED_MESSAGE_IDS) messageIds.delete(messageIds.values().next().value!);
+    }
     if (input.steering) state.pending.push(content);
     else droppedMessages++;
   });
@@ -208,6 +218,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     droppedMessages,
     children: [...children],
     ...(midSegment ? { midSegment } : {}),
+    ...(messageIds.size > 0 ? { messageIds: [...messageIds] } : {}),
   });
 
   /**

@@ -37,6 +37,7 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
   const converter = client.options.loadedDataConverter;
   let temporalRunId: string | undefined = await firstRunId(client, runId);
   const reportedSegments = new Set<number>();
+  const messageIds = new Set<string>();
   while (temporalRunId) {
     const scheduled = new Map<string, { type: string; input: unknown }>();
     let next: string | undefined;
@@ -76,7 +77,11 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
           const attributes = event.workflowExecutionSignaledEventAttributes!;
           const [args] = await decodeArrayFromPayloads(converter, attributes.input?.payloads);
           if (attributes.signalName === 'sendMessage') {
-            yield draft('message', { content: (args as { content: unknown }).content });
+            // A signal retried after a lost response is one message, as the workflow counts it.
+            const { content, id } = args as { content: unknown; id?: string };
+            if (id !== undefined && messageIds.has(id)) break;
+            if (id !== undefined) messageIds.add(id);
+            yield draft('message', { content });
           } else if (attributes.signalName === 'childStarted') yield draft('child.start', args);
           break;
         }

@@ -1,13 +1,15 @@
 // The service's observe-only events. Listeners are called one by one; a throwing listener is
 // logged and skipped (contained), except for provider-added, whose throw rolls a registration back.
 import type { SubagentProviderDescriptor } from '../seam/provider';
-import type { SubagentLogger, SubagentRunEndInfo, SubagentRunInfo } from '../seam/run';
+import type { SubagentLogger, SubagentMessageUndeliveredInfo, SubagentRunEndInfo, SubagentRunInfo } from '../seam/run';
 
 export interface SubagentServiceEvents {
   'subagent/provider-added': [provider: SubagentProviderDescriptor];
   'subagent/provider-removed': [name: string];
   'subagent/start': [info: SubagentRunInfo];
   'subagent/end': [info: SubagentRunEndInfo];
+  /** A steering message that could not be delivered, after every retry; its content is in it. */
+  'subagent/message-undelivered': [info: SubagentMessageUndeliveredInfo];
 }
 
 export type SubagentEventName = keyof SubagentServiceEvents;

@@ -146,24 +146,37 @@ export class RunHandle {
    * and riding out a server that is briefly unreachable (a restart) for up to `reconnectWindowMs`.
    */
   private async awaitOutcome(): Promise<SegmentOutcome> {
-    let unreachableSince: number | undefined;
-    for (let backoff = 100; ;) {
+    for (;;) {
       let reply: SegmentResultReply;
       try {
-        reply = await this.handle.executeUpdate(segmentResultUpdate, { args: [{ segment: this.segment }] });
-        unreachableSince = undefined;
+        reply = await this.ridingOutOutages(
+          () => this.handle.executeUpdate(segmentResultUpdate, { args: [{ segment: this.segment }] }),
+          (err) => err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || err instanceof WorkflowNotFoundError,
+        );
       } catch (err) {
         // A long wait with no worker to accept the update times out the RPC; ask again.
         if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) continue;
         // The server answers NotFound for a closed workflow too: its own result is the last segment's.
         if (err instanceof WorkflowNotFoundError) return this.closedOutcome();
-        unreachableSince ??= Date.now();
-        if (!isUnreachable(err) || Date.now() - unreachableSince > this.context.reconnectWindowMs) throw err;
-        await new Promise((resolve) => setTimeout(resolve, backoff));
-        backoff = Math.min(backoff * 2, 5000);
-        continue;
+        throw err;
       }
       if ('settled' in reply) return reply.settled;
+    }
+  }
+
+  /**
+   * `call`, retried with backoff while the server is unreachable (down, restarting) for at most
+   * `reconnectWindowMs`; any other failure, and one `isFinal` names, rejects at once.
+   */
+  private async ridingOutOutages<T>(call: () => Promise<T>, isFinal: (err: unknown) => boolean = () => false): Promise<T> {
+    const since = Date.now();
+    for (let backoff = 100; ; backoff = Math.min(backoff * 2, 5000)) {
+      try {
+        return await call();
+      } catch (err) {
+        if (isFinal(err) || !isUnreachable(err) || Date.now() - since > this.context.reconnectWindowMs) throw err;
+        await new Promise((resolve) => setTimeout(resolve, backoff));
+      }
     }
   }
 
@@ -226,6 +239,8 @@ export class RunHandle {
       } catch {
         return; // nothing was created
       }
+      // Messages already sent reach the run (or are reported undelivered) before it ends.
+      await this.signalChain;
       // A resumed segment was handed over to the run resume() returned; disposing that one ends it.
       if (this.resumed) return;
       try {
@@ -249,11 +264,34 @@ export class RunHandle {
         'NOT_RUNNING',
       );
     }
-    // Chained, so messages reach the workflow in the order they were sent.
-    this.signalChain = this.signalChain
-      .then(() => this.started)
-      .then(() => this.handle.signal(sendMessageSignal, { content: message }))
-      .catch((err: unknown) => this.reportBackgroundFailure('sendMessage', err));
+    // Chained, so messages reach the workflow in the order they were sent; `dispose` waits for them.
+    const id = randomUUID();
+    this.signalChain = this.signalChain.then(() => this.deliver(message, id));
+  }
+
+  /**
+   * Signals one message, retrying while the server is unreachable. The workflow counts a message
+   * once by its `id`, so a retry after a lost response doubles nothing. A message given up on (the
+   * run is gone, or the server stayed away past the reconnect window) is logged and reported
+   * through `subagent/message-undelivered`.
+   */
+  private async deliver(content: ContentBlock[], id: string): Promise<void> {
+    try {
+      await this.started;
+      await this.ridingOutOutages(
+        () => this.handle.signal(sendMessageSignal, { content, id }),
+        (err) => err instanceof WorkflowNotFoundError,
+      );
+    } catch (err) {
+      const error = this.reportBackgroundFailure('sendMessage', err);
+      this.context.events.emitContained('subagent/message-undelivered', {
+        provider: this.init.provider,
+        id: this.init.runId,
+        segment: this.segment ?? 0,
+        content,
+        error,
+      });
+    }
   }
 
   private resume(content: ContentBlock[]): SubagentRun {
@@ -302,13 +340,14 @@ export class RunHandle {
     return next.run;
   }
 
-  private reportBackgroundFailure(operation: string, err: unknown): void {
+  private reportBackgroundFailure(operation: string, err: unknown): SubagentError {
     const error = toSubagentError(err, this.init.runId);
     this.context.logger.warn(`subagent: ${operation} on run ${this.init.runId} failed: ${error.message}`, {
       runId: this.init.runId,
       code: error.code,
       error,
     });
+    return error;
   }
 }
 

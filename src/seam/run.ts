@@ -1,5 +1,6 @@
 // A live run as the caller holds it, and what the service's events say about runs.
 import type { ContentBlock } from './content';
+import type { SubagentError } from './errors';
 import type { SubagentStopReason, SubagentResult, SubagentUsage } from './result';
 
 /** The child agent's id; for a durable run, its workflow id. */
@@ -32,6 +33,13 @@ export interface SubagentRunEndInfo extends SubagentRunInfo {
   lastAssistantMessage?: ContentBlock[];
   /** Tokens the model endpoint reported over the run so far (providers that call a model). */
   usage?: SubagentUsage;
+}
+
+/** A message `sendMessage` gave up on: the run was gone, or the server stayed away too long. */
+export interface SubagentMessageUndeliveredInfo extends SubagentRunInfo {
+  content: ContentBlock[];
+  /** `UNKNOWN_RUN` for a run that no longer exists, `UNAVAILABLE` for a server out of reach. */
+  error: SubagentError;
 }
 
 export interface SubagentLogger {

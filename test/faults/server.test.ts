@@ -1,51 +1,61 @@
 // Faults (b) and (c): the Temporal server itself stopped and restarted on its database file, with
 // workers as child processes. Runs in flight complete; a run parked for resume survives a restart
-// of both the server and its worker and resumes.
-import { mkdtempSync } from 'node:fs';
+// of both the server and its worker and resumes; a steering message sent while the server is down
+// reaches the child once it is back, or, past the reconnect window, is reported and not lost.
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { SubagentMessageUndeliveredInfo } from '../../src';
 import {
   createScriptedProvider,
   DevServer,
   freePort,
   ReadyProcess,
+  ScriptedTurnEvent,
   spawnWorkerProcess,
   startDevServer,
 } from '../../src/testing';
-import { connectTestTemporal, newService, TestTemporal, text, uniqueName } from '../helpers/temporal';
+import { connectTestTemporal, eventually, newService, TestTemporal, text, uniqueName } from '../helpers/temporal';
 
 let server: DevServer;
 let port: number;
 let temporal: TestTemporal;
 let service: ReturnType<typeof newService>;
 const dbFilename = join(mkdtempSync(join(tmpdir(), 'subagent-server-faults-')), 'temporal.db');
+const eventsFile = join(mkdtempSync(join(tmpdir(), 'subagent-server-faults-events-')), 'events.jsonl');
 const name = uniqueName('server-faults');
+const runSettings = { heartbeatTimeout: '5 seconds', retry: { initialInterval: '200 ms' } };
 const workers: ReadyProcess[] = [];
+/** How long the server stays down: past the Temporal client's own retries of one call (about 10 s). */
+const OUTAGE_MS = 12_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const startServer = () => startDevServer({ dbFilename, port });
 const startWorker = async () => {
   const worker = await spawnWorkerProcess({
     PROVIDER_NAME: name,
-    EVENTS_FILE: '/dev/null',
+    EVENTS_FILE: eventsFile,
     TEMPORAL_TEST_ADDRESS: server.address,
   });
   workers.push(worker);
   return worker;
 };
+/** The turn events the worker processes logged, of the runs given. */
+const turnsStarted = (runIds: string[], turn: number) =>
+  readFileSync(eventsFile, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as ScriptedTurnEvent)
+    .filter((event) => event.kind === 'turn-start' && event.turn === turn && runIds.includes(event.runId));
 
 beforeAll(async () => {
+  writeFileSync(eventsFile, '');
   port = await freePort();
   server = await startServer();
   // One connection for the whole file: it outlives every restart of the server on its port.
   temporal = await connectTestTemporal('default', { address: server.address });
   service = newService(temporal);
-  service.registerProvider(
-    createScriptedProvider({
-      name,
-      runSettings: { heartbeatTimeout: '5 seconds', retry: { initialInterval: '200 ms' } },
-    }),
-  );
+  service.registerProvider(createScriptedProvider({ name, runSettings }));
 }, 60_000);
 afterAll(async () => {
   await Promise.all(workers.map((worker) => worker.kill()));
@@ -59,11 +69,13 @@ it('completes every run in flight when the server is stopped and restarted on it
   const runs = Array.from({ length: 5 }, (_, i) =>
     service.start(name, { prompt: text(`task ${i}`), parent: { id: 'p' }, agentOptions: { script } }),
   );
-  await sleep(300);
+  const ids = runs.map((run) => run.id);
+  await eventually(() => (turnsStarted(ids, 0).length === runs.length ? true : undefined));
   runs.forEach((run) => run.sendMessage!(text('sent before the outage')));
-  await sleep(900); // the server goes down while the second turns run
+  // The server goes down while the second turns run.
+  await eventually(() => (turnsStarted(ids, 1).length === runs.length ? true : undefined));
   await server.stop();
-  await sleep(12_000); // longer than the client's own retries of a call (about 10 s)
+  await sleep(OUTAGE_MS);
   server = await startServer();
 
   const results = await Promise.all(runs.map((run) => run.result));
@@ -93,4 +105,49 @@ it('resumes a parked run after both the server and its worker restarted', async 
   const resumed = attached.resume!(text('again'));
   expect(await resumed.result).toEqual({ output: text('resumed after remember me'), stopReason: 'completed' });
   await resumed.dispose();
+}, 120_000);
+
+it('delivers a message sent while the server is down once it is back, past the client’s own retries', async () => {
+  const worker = await startWorker();
+  const undelivered: SubagentMessageUndeliveredInfo[] = [];
+  service.on('subagent/message-undelivered', (info) => undelivered.push(info));
+  const run = service.start(name, {
+    prompt: text('work through the outage'),
+    parent: { id: 'p' },
+    agentOptions: { script: [{ delayMs: 3000, reply: 'first' }, { reply: 'then: {input}' }] },
+  });
+  await eventually(() => (turnsStarted([run.id], 0).length === 1 ? true : undefined));
+  await server.stop();
+  run.sendMessage!(text('sent during the outage'));
+  await sleep(OUTAGE_MS);
+  server = await startServer();
+  expect(await run.result).toEqual({ output: text('then: sent during the outage'), stopReason: 'completed' });
+  expect(undelivered).toEqual([]);
+  await run.dispose();
+  await worker.kill();
+}, 120_000);
+
+it('reports a message given up on after the reconnect window through subagent/message-undelivered, content and all', async () => {
+  const worker = await startWorker();
+  const impatient = newService(temporal, { reconnectWindowMs: 1000 });
+  impatient.registerProvider(createScriptedProvider({ name, runSettings }));
+  const undelivered: SubagentMessageUndeliveredInfo[] = [];
+  impatient.on('subagent/message-undelivered', (info) => undelivered.push(info));
+  const run = impatient.start(name, {
+    prompt: text('x'),
+    parent: { id: 'p' },
+    agentOptions: { script: [{ hang: true }] },
+  });
+  await eventually(() => (turnsStarted([run.id], 0).length === 1 ? true : undefined));
+  await server.stop();
+  run.sendMessage!(text('lost unless reported'));
+  try {
+    const [info] = await eventually(() => (undelivered.length > 0 ? undelivered : undefined), 60_000);
+    expect(info).toMatchObject({ provider: name, id: run.id, segment: 0, content: text('lost unless reported') });
+    expect(info!.error.code).toBe('UNAVAILABLE');
+  } finally {
+    server = await startServer();
+  }
+  await run.dispose();
+  await worker.kill();
 }, 120_000);
