@@ -8,8 +8,13 @@ import { type SubagentResult, TemporalSubagentService, textContent } from './ind
 import { FakeOpenAI, startFakeOpenAI, textReply, toolCallReply } from './testing';
 import { connectTemporal, createSpawnProvider, createSubagentWorker, endpointFromEnv } from './worker';
 
-const show = (result: SubagentResult) =>
-  `${result.stopReason}: ${result.output.map((block) => (block.type === 'text' ? block.text : `[${block.type}]`)).join('')}`;
+/** The result in one line: stop reason and output, then the diagnostic of one that did not complete. */
+const show = (result: SubagentResult) => {
+  const output = result.output.map((block) => (block.type === 'text' ? block.text : `[${block.type}]`)).join('');
+  const diagnostic =
+    result.stopReason !== 'completed' && result.diagnostic ? ` (diagnostic: ${result.diagnostic})` : '';
+  return `${result.stopReason}: ${output}${diagnostic}`;
+};
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') });

@@ -5,6 +5,8 @@ import { type SubagentClientConnection, connectClient } from '../client/connect'
 import { TemporalSubagentService } from '../client/service';
 import { BUILTIN_PROVIDERS, builtinProvider } from '../providers/from-env';
 import { SubagentError } from '../seam/errors';
+import { omitUndefined } from '../seam/json';
+import type { SubagentProviderDescriptor } from '../seam/provider';
 
 export const EXIT = {
   ok: 0,
@@ -60,12 +62,15 @@ export async function withClient(fn: (temporal: SubagentClientConnection) => Pro
   }
 }
 
-/** A service that knows the built-in providers' descriptors, and a plain one for any other name. */
+/**
+ * A service that knows the built-in providers' descriptors, and a plain one for any other name.
+ * Descriptors only: the worker's environment, not this one, configures the model endpoint.
+ */
 export function serviceFor(client: Client, provider: string): TemporalSubagentService {
   const service = new TemporalSubagentService({ client, logger: { warn: (message) => console.error(message) } });
   service.registerProvider(
     BUILTIN_PROVIDERS.includes(provider) && provider !== 'acp'
-      ? builtinProvider(provider)
+      ? descriptorOf(builtinProvider(provider))
       : {
           name: provider,
           capabilities: { outputSchema: false, depthLimit: false, toolFilter: false },
@@ -75,6 +80,24 @@ export function serviceFor(client: Client, provider: string): TemporalSubagentSe
         },
   );
   return service;
+}
+
+/** The fields the service reads of a provider, without the implementation and its endpoint. */
+function descriptorOf(provider: SubagentProviderDescriptor): SubagentProviderDescriptor {
+  const { name, capabilities, inheritsParentContext, steering, steeringWithinTurn, resumable } = provider;
+  const { driver, toolNames, taskQueue, runSettings } = provider;
+  return omitUndefined({
+    name,
+    capabilities,
+    inheritsParentContext,
+    steering,
+    steeringWithinTurn,
+    resumable,
+    driver,
+    toolNames,
+    taskQueue,
+    runSettings,
+  });
 }
 
 /** The run's description; an unknown id is exit 3. */

@@ -49,11 +49,10 @@ async function waitAndPrint(
   const progress = flags.json ? undefined : followProgress(client, runId);
   const settled = await result;
   await progress?.finish();
-  out(
-    flags,
-    `${settled.stopReason}: ${textOf(settled.output)}${settled.structured === undefined ? '' : `\n${JSON.stringify(settled.structured)}`}`,
-    { id: runId, ...settled },
-  );
+  const structured = settled.structured === undefined ? '' : `\n${JSON.stringify(settled.structured)}`;
+  const diagnostic =
+    settled.stopReason === 'completed' || !settled.diagnostic ? '' : `\ndiagnostic: ${settled.diagnostic}`;
+  out(flags, `${settled.stopReason}: ${textOf(settled.output)}${structured}${diagnostic}`, { id: runId, ...settled });
   return settled.stopReason === 'completed' ? EXIT.ok : EXIT.notCompleted;
 }
 

@@ -168,7 +168,10 @@ export class RunHandle {
    * `call`, retried with backoff while the server is unreachable (down, restarting) for at most
    * `reconnectWindowMs`; any other failure, and one `isFinal` names, rejects at once.
    */
-  private async ridingOutOutages<T>(call: () => Promise<T>, isFinal: (err: unknown) => boolean = () => false): Promise<T> {
+  private async ridingOutOutages<T>(
+    call: () => Promise<T>,
+    isFinal: (err: unknown) => boolean = () => false,
+  ): Promise<T> {
     const since = Date.now();
     for (let backoff = 100; ; backoff = Math.min(backoff * 2, 5000)) {
       try {

@@ -19,8 +19,14 @@ import type { subagentRunWorkflow } from '../../workflows/subagent-run';
 import { DEFAULT_MAX_PAYLOAD_BYTES, RUN_ID_PREFIX, defaultTaskQueue } from '../seam/constants';
 import { SubagentError, causeChain } from '../seam/errors';
 import { canonicalJson } from '../seam/json';
-import type { SubagentProvider, SubagentProviderDescriptor, SubagentRunSettings } from '../seam/provider';
-import type { SubagentStartRequest } from '../seam/request';
+import { requestedModel } from '../seam/delegation';
+import type {
+  SubagentAgentProvider,
+  SubagentProvider,
+  SubagentProviderDescriptor,
+  SubagentRunSettings,
+} from '../seam/provider';
+import type { ResolvedSubagentRequest, SubagentStartRequest } from '../seam/request';
 import type { SubagentLogger, SubagentRun } from '../seam/run';
 import { SubagentEventListener, SubagentEventName, SubagentEvents } from './events';
 import { RunHandle, RunHandleContext, StopAtStart, withinDeadline } from './run-handle';
@@ -139,8 +145,9 @@ export class TemporalSubagentService {
   /**
    * Starts a durable run and returns its handle at once. Throws synchronously, with nothing
    * created: `NO_PROVIDER`, then `UNSUPPORTED_CAPABILITY` (outputSchema, depthLimit, toolFilter in
-   * that order), `INVALID_REQUEST`, `SubagentDepthError`, `PAYLOAD_TOO_LARGE`. A server that
-   * cannot be reached rejects `result` with `UNAVAILABLE`.
+   * that order), `INVALID_REQUEST`, `SubagentDepthError`, `INVALID_CONFIG` (an LLM provider with
+   * no model to call), `PAYLOAD_TOO_LARGE`. A server that cannot be reached rejects `result` with
+   * `UNAVAILABLE`.
    */
   start(name: string, request: SubagentStartRequest): SubagentRun {
     const provider = this.providers.get(name);
@@ -172,6 +179,7 @@ export class TemporalSubagentService {
       ...(descriptor.steeringWithinTurn ? { steeringWithinTurn: true } : {}),
       resumable: descriptor.resumable ?? false,
     };
+    assertModelNamed(descriptor, input.request);
     assertPayloadWithin(input, this.context.maxPayloadBytes, 'the start request');
     const key = idempotencyKeyOf(request);
 
@@ -323,6 +331,21 @@ export class TemporalSubagentService {
       emitEvents: false,
     }).run;
   }
+}
+
+/**
+ * An LLM provider registered with its endpoint must have a model to call: the request's, the
+ * parent's, or the endpoint's. Without one every model call would fail; refuse before the run
+ * exists. A descriptor without an endpoint (the worker configures it) is not checked here.
+ */
+function assertModelNamed(descriptor: SubagentProviderDescriptor, request: ResolvedSubagentRequest): void {
+  const { endpoint } = descriptor as Partial<SubagentAgentProvider>;
+  if (descriptor.driver !== 'agent-loop' || endpoint === undefined) return;
+  if (requestedModel(request) !== undefined || endpoint.model) return;
+  throw new SubagentError(
+    `subagent provider "${descriptor.name}" has no model to call: set SUBAGENT_MODEL (or its endpoint's model), the request's agentOptions.model, or the parent's options.model`,
+    'INVALID_CONFIG',
+  );
 }
 
 function idempotencyKeyOf(request: SubagentStartRequest): string | undefined {

@@ -51,6 +51,13 @@ it('starts a run and waits for it, with progress on stderr and the result on std
   expect(outcome.stderr).toMatch(/turn 0 completed/);
 });
 
+it('prints the diagnostic of a result that did not complete, and exits 1', async () => {
+  const failing = JSON.stringify({ script: [{ fail: 'the disk is full' }] });
+  const outcome = await cli(['start', scripted.name, 'write the report', '--agent-options', failing, '--wait']);
+  expect(outcome.code).toBe(1);
+  expect(outcome.stdout.trim()).toBe('error: \ndiagnostic: Activity task failed: the disk is full');
+});
+
 it('starts, lists, shows, messages, resumes and logs a run in --json', async () => {
   const started = await cli(['start', scripted.name, 'first task', '--json']);
   expect(started.code).toBe(0);

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { STRUCTURED_OUTPUT_INSTRUCTION, createForkProvider, createSpawnProvider } from '../../src/worker';
-import type { SubagentRun, SubagentRunEndInfo, SubagentSessionEvent } from '../../src';
+import { runStarted, type SubagentRun, type SubagentRunEndInfo, type SubagentSessionEvent } from '../../src';
 import {
   errorReply,
   FakeOpenAI,
@@ -89,6 +89,28 @@ describe('spawn', () => {
       usage: { promptTokens: 12, completionTokens: 3 },
     });
     await run.dispose();
+  });
+
+  it('refuses at start with INVALID_CONFIG when no model is named anywhere, and starts once the request names one', async () => {
+    const unnamed = createSpawnProvider({ name: uniqueName('no-model'), endpoint: { baseURL: fake.baseURL } });
+    const bare = newService(temporal);
+    bare.registerProvider(unnamed);
+    expect(() => bare.start(unnamed.name, { prompt: text('x'), parent })).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_CONFIG',
+        message: expect.stringContaining(
+          "set SUBAGENT_MODEL (or its endpoint's model), the request's agentOptions.model, or the parent's options.model",
+        ),
+      }),
+    );
+    // No worker hosts it: what counts is that the start goes through; the runs are then removed.
+    const named = bare.start(unnamed.name, { prompt: text('x'), parent, agentOptions: { model: 'm' } });
+    const fromParent = bare.start(unnamed.name, { prompt: text('x'), parent: { ...parent, options: { model: 'p' } } });
+    for (const run of [named, fromParent]) {
+      run.result.catch(() => undefined);
+      await runStarted(run);
+      await temporal.client.workflow.getHandle(run.id).terminate('only the start was under test');
+    }
   });
 
   it('uses agentOptions.model over the configured model, and reports usage in subagent/end', async () => {
