@@ -28,7 +28,7 @@ export function toolActivities(host: ActivityHost): Record<string, ToolActivity>
           } catch {
             return toolError(`invalid arguments: not JSON (${input.arguments.slice(0, 200)})`);
           }
-          const signal = Context.current().cancellationSignal;
+          const { cancellationSignal: signal, info } = Context.current();
           const parent = {
             runId: input.runId,
             signal,
@@ -40,6 +40,8 @@ export function toolActivities(host: ActivityHost): Record<string, ToolActivity>
             signal,
             runId: input.runId,
             callId: input.callId,
+            // The activity's identity: unique per call across continue-as-new, kept by its retries.
+            callKey: `${info.workflowExecution?.runId ?? input.runId}/${info.activityId}`,
             ...(deps.delegate ? { delegate: (nested, request) => deps.delegate!(nested, request, parent) } : {}),
           });
           return truncated(outcome, maxToolOutputBytes);

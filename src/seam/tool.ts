@@ -31,8 +31,10 @@ export interface SubagentToolContext {
   /** Aborts when the run is cancelled. */
   signal: AbortSignal;
   runId: string;
-  /** The model's id for this call; stable across retries of the call. */
+  /** The model's id for this call. Not unique: some endpoints number calls per response. */
   callId: string;
+  /** This call's own key: unique over the run's whole life, the same for every retry of the call. */
+  callKey: string;
   /** Present when the worker offers its service: a nested run with this run as its parent (see `SubagentTurnContext.delegate`). */
   delegate?(provider: string, request: SubagentNestedStartRequest): SubagentRun;
 }

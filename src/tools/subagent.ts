@@ -26,7 +26,8 @@ export function createDelegationTool(config: SubagentToolConfig & { inheritsPare
       if ('error' in parsed) return parsed.error;
       const { delegate: start } = context;
       if (!start) return toolError('this worker offers no delegation: the subagent tool is unavailable here');
-      const idempotencyKey = `${context.runId}/${context.callId}`;
+      // A retried call joins the run its first attempt started; another call starts its own.
+      const idempotencyKey = `${context.runId}/${context.callKey}`;
       return delegate(
         (request) => start(config.provider, { ...request, idempotencyKey }),
         parsed.prompt,

@@ -11,7 +11,7 @@ const ROOT = join(__dirname, '..', '..');
 async function mainJob(
   env: Record<string, string | undefined>,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-  const childEnv = { ...process.env, TEMPORAL_ADDRESS: process.env.TEMPORAL_TEST_ADDRESS, ...env };
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, TEMPORAL_ADDRESS: process.env.TEMPORAL_TEST_ADDRESS, ...env };
   for (const [key, value] of Object.entries(childEnv)) if (value === undefined) delete childEnv[key];
   try {
     const { stdout, stderr } = await promisify(execFile)(

@@ -306,6 +306,31 @@ describe('inside LLM children', () => {
   });
 });
 
+describe('inside LLM children, with an endpoint that reuses call ids', () => {
+  it('starts one run per tool call even when two steps give their calls the same id', async () => {
+    fake.setHandler((request) => {
+      const messages = request.body.messages as { role: string; content: string | null }[];
+      const task = messages.find((message) => message.role === 'user')!.content!;
+      if (task !== 'run two errands') return textReply(`did: ${task}`);
+      const results = messages.filter((message) => message.role === 'tool').map((message) => message.content);
+      // Index-style ids: every step's first call is call_0.
+      if (results.length < 2) {
+        const errand = results.length === 0 ? 'first errand' : 'second errand';
+        return toolCallReply([{ id: 'call_0', name: 'subagent', arguments: args(errand) }]);
+      }
+      return textReply(results.join(' / '));
+    });
+    const run = service.start(spawnName, { prompt: text('run two errands'), parent, maxDepth: 2 });
+    expect(await run.result).toEqual({
+      output: text('did: first errand / did: second errand'),
+      stopReason: 'completed',
+    });
+    const status = (await temporal.client.workflow.getHandle(run.id).query(statusQuery)) as SubagentRunStatus;
+    expect(new Set(status.children).size).toBe(2);
+    await run.dispose();
+  });
+});
+
 describe('background mode', () => {
   it('returns the run id at once; the answer is collected after the parent process was killed', async () => {
     let printed = '';

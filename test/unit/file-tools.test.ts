@@ -61,7 +61,8 @@ afterAll(async () => {
 });
 
 function context(overrides: Partial<SubagentToolContext> = {}): SubagentToolContext {
-  return { cwd, signal: new AbortController().signal, runId: 'run-file-tools', callId: 'call-1', ...overrides };
+  const ids = { runId: 'run-file-tools', callId: 'call-1', callKey: 'run-1/1' };
+  return { cwd, signal: new AbortController().signal, ...ids, ...overrides };
 }
 
 function textOf(outcome: ToolCallOutcome): string {
