@@ -334,13 +334,14 @@ export class TemporalSubagentService {
 }
 
 /**
- * An LLM provider registered with its endpoint must have a model to call: the request's, the
- * parent's, or the endpoint's. Without one every model call would fail; refuse before the run
- * exists. A descriptor without an endpoint (the worker configures it) is not checked here.
+ * An LLM provider whose endpoint this process configures (a base URL or a key) must have a model
+ * to call: the request's, the parent's, or the endpoint's. Without one every model call would
+ * fail; refuse before the run exists. A provider whose endpoint is configured elsewhere (only on
+ * its workers) is not judged here.
  */
 function assertModelNamed(descriptor: SubagentProviderDescriptor, request: ResolvedSubagentRequest): void {
   const { endpoint } = descriptor as Partial<SubagentAgentProvider>;
-  if (descriptor.driver !== 'agent-loop' || endpoint === undefined) return;
+  if (descriptor.driver !== 'agent-loop' || !(endpoint?.baseURL || endpoint?.apiKey)) return;
   if (requestedModel(request) !== undefined || endpoint.model) return;
   throw new SubagentError(
     `subagent provider "${descriptor.name}" has no model to call: set SUBAGENT_MODEL (or its endpoint's model), the request's agentOptions.model, or the parent's options.model`,

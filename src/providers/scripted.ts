@@ -1,6 +1,7 @@
 // `scripted`: a deterministic TEST DOUBLE standing in for a real child agent. Each turn follows a
 // script entry (reply, tool calls, stop reason, delay, failure); it takes steering, resume and
 // structured output, so every part of the durable mapping can be exercised without a model.
+import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure } from '@temporalio/common';
 import { type ContentBlock, textOf } from '../seam/content';
@@ -46,6 +47,13 @@ export interface ScriptedTurn {
   delegate?: { provider: string; prompt: string; script?: ScriptedTurn[]; maxDepth?: number };
   /** Wait this long after the tool calls, before answering (heartbeating; cancellable). */
   holdMs?: number;
+  /** On the first attempt only, wait after the tool calls until cancelled (a worker killed after them). */
+  holdFirstAttempt?: boolean;
+  /**
+   * After the tool calls, wait until this file exists: a gate that a test in another process
+   * opens once what the turn must see is in place. `{run}` and `{turn}` are filled in.
+   */
+  waitFor?: string;
   /** Fail the turn for good with this message: the segment settles `error`. */
   fail?: string;
   /** Fail retryably while the attempt number is at most this (a transient fault). */
@@ -156,6 +164,11 @@ export function createScriptedProvider(options: ScriptedProviderOptions = {}): S
         });
       }
       if (step.holdMs) await wait(step.holdMs);
+      if (step.holdFirstAttempt && ctx.attempt === 1) await wait(2 ** 31 - 1);
+      if (step.waitFor) {
+        const path = fillPath(step.waitFor, ctx);
+        while (!existsSync(path)) await wait(25);
+      }
       const replyText = step.reply ?? (toolCalls.length > 0 ? undefined : DEFAULT_SCRIPTED_REPLY);
       const output = step.output ?? [
         ...(replyText === undefined ? [] : [{ type: 'text' as const, text: fill(replyText) }]),
@@ -169,6 +182,11 @@ export function createScriptedProvider(options: ScriptedProviderOptions = {}): S
       };
     },
   };
+}
+
+/** `{run}` and `{turn}` of a gate path filled in. */
+function fillPath(template: string, ctx: SubagentTurnContext): string {
+  return template.replaceAll('{run}', ctx.runId).replaceAll('{turn}', String(ctx.turn));
 }
 
 /** Runs a nested delegation to its end and says how it went. */

@@ -5,7 +5,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { SubagentMessageUndeliveredInfo } from '../../src';
+import type { SubagentMessageUndeliveredInfo, SubagentRun } from '../../src';
 import {
   createScriptedProvider,
   DevServer,
@@ -15,7 +15,16 @@ import {
   spawnWorkerProcess,
   startDevServer,
 } from '../../src/testing';
-import { connectTestTemporal, eventually, newService, TestTemporal, text, uniqueName } from '../helpers/temporal';
+import {
+  connectTestTemporal,
+  eventually,
+  newService,
+  TestTemporal,
+  text,
+  turnGates,
+  uniqueName,
+} from '../helpers/temporal';
+import { statusQuery } from '../../workflows/definitions';
 
 let server: DevServer;
 let port: number;
@@ -40,6 +49,7 @@ const startWorker = async () => {
   workers.push(worker);
   return worker;
 };
+const statusOf = (run: SubagentRun) => temporal.client.workflow.getHandle(run.id).query(statusQuery);
 /** The turn events the worker processes logged, of the runs given. */
 const turnsStarted = (runIds: string[], turn: number) =>
   readFileSync(eventsFile, 'utf8')
@@ -65,16 +75,22 @@ afterAll(async () => {
 
 it('completes every run in flight when the server is stopped and restarted on its database file', async () => {
   const worker = await startWorker();
-  const script = Array.from({ length: 3 }, (_, turn) => ({ delayMs: 800, reply: `turn ${turn}: {input}` }));
+  const gates = turnGates();
+  const script = [0, 1].map((turn) => ({ waitFor: gates.waitFor, reply: `turn ${turn}: {input}` }));
   const runs = Array.from({ length: 5 }, (_, i) =>
     service.start(name, { prompt: text(`task ${i}`), parent: { id: 'p' }, agentOptions: { script } }),
   );
   const ids = runs.map((run) => run.id);
   await eventually(() => (turnsStarted(ids, 0).length === runs.length ? true : undefined));
   runs.forEach((run) => run.sendMessage!(text('sent before the outage')));
-  // The server goes down while the second turns run.
+  for (const run of runs) {
+    await eventually(async () => ((await statusOf(run)).pendingMessages === 1 ? true : undefined));
+    gates.open(run.id, 0);
+  }
+  // The second turns are in flight when the server goes down, and finish while it is down.
   await eventually(() => (turnsStarted(ids, 1).length === runs.length ? true : undefined));
   await server.stop();
+  for (const run of runs) gates.open(run.id, 1);
   await sleep(OUTAGE_MS);
   server = await startServer();
 
@@ -109,18 +125,22 @@ it('resumes a parked run after both the server and its worker restarted', async 
 
 it('delivers a message sent while the server is down once it is back, past the client’s own retries', async () => {
   const worker = await startWorker();
+  const gates = turnGates();
   const undelivered: SubagentMessageUndeliveredInfo[] = [];
   service.on('subagent/message-undelivered', (info) => undelivered.push(info));
   const run = service.start(name, {
     prompt: text('work through the outage'),
     parent: { id: 'p' },
-    agentOptions: { script: [{ delayMs: 3000, reply: 'first' }, { reply: 'then: {input}' }] },
+    agentOptions: { script: [{ waitFor: gates.waitFor, reply: 'first' }, { reply: 'then: {input}' }] },
   });
   await eventually(() => (turnsStarted([run.id], 0).length === 1 ? true : undefined));
   await server.stop();
   run.sendMessage!(text('sent during the outage'));
   await sleep(OUTAGE_MS);
   server = await startServer();
+  // Turn 0 goes on once the message is in: it is then the input of turn 1.
+  await eventually(async () => ((await statusOf(run)).pendingMessages === 1 ? true : undefined), 30_000);
+  gates.open(run.id, 0);
   expect(await run.result).toEqual({ output: text('then: sent during the outage'), stopReason: 'completed' });
   expect(undelivered).toEqual([]);
   await run.dispose();

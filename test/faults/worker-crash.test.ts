@@ -15,8 +15,16 @@ import {
   toolCallReply,
 } from '../../src/testing';
 import { createSpawnProvider } from '../../src/worker';
-import { runContextQuery } from '../../workflows/definitions';
-import { connectTestTemporal, eventually, newService, TestTemporal, text, uniqueName } from '../helpers/temporal';
+import { runContextQuery, statusQuery } from '../../workflows/definitions';
+import {
+  connectTestTemporal,
+  eventually,
+  newService,
+  TestTemporal,
+  text,
+  turnGates,
+  uniqueName,
+} from '../helpers/temporal';
 
 type LoggedEvent = ScriptedTurnEvent & { pid: number };
 
@@ -63,13 +71,15 @@ it('completes on a restarted worker after a SIGKILL mid-turn, delivering each me
     eventually(() => events().find((e) => e.kind === 'turn-start' && e.turn === turn && e.attempt === attempt), 30_000);
 
   const firstWorker = await spawnWorker();
+  const gates = turnGates();
   const run = service.start(name, {
     prompt: text('go'),
     parent: { id: 'parent' },
     agentOptions: {
       script: [
-        { delayMs: 1000, reply: 'read {input}' },
-        { delayMs: 3000, reply: 'steered by {input}' },
+        // Held until both messages are queued; then turn 1 stalls until its worker is killed.
+        { waitFor: gates.waitFor, reply: 'read {input}' },
+        { stallFirstAttemptMs: 60_000, reply: 'steered by {input}' },
         { reply: 'final after {conversation}, then {input}' },
       ],
     },
@@ -77,6 +87,9 @@ it('completes on a restarted worker after a SIGKILL mid-turn, delivering each me
   await started(0);
   run.sendMessage!(text('m1'));
   run.sendMessage!(text('m2'));
+  const handle = temporal.client.workflow.getHandle(run.id);
+  await eventually(async () => ((await handle.query(statusQuery)).pendingMessages === 2 ? true : undefined));
+  gates.open(run.id, 0);
 
   const victim = await started(1);
   await firstWorker.kill('SIGKILL');
@@ -137,7 +150,8 @@ it('yields structured exactly once when the worker is SIGKILLed right after the 
     parent: { id: 'parent' },
     outputSchema: { type: 'object', properties: { verdict: { type: 'string' } }, required: ['verdict'] },
     agentOptions: {
-      script: [{ calls: [{ name: 'structured_output', arguments: { verdict: 'ship it' } }], holdMs: 3000 }],
+      // The first attempt holds after its capture until its worker is killed.
+      script: [{ calls: [{ name: 'structured_output', arguments: { verdict: 'ship it' } }], holdFirstAttempt: true }],
     },
   });
   await eventually(() => events().find((e) => e.kind === 'tool-result' && e.attempt === 1), 30_000);

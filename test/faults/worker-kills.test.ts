@@ -1,13 +1,21 @@
 // Fault (a): 50 concurrent runs while their only worker process is SIGKILLed three times at
-// random moments and restarted. Every run completes, each turn's result is recorded once, and
-// every steering message reaches the child once, in order.
+// random moments and restarted. The kills interrupt turns, which are redone; every run completes,
+// each turn's result is recorded once, and every steering message reaches the child once, in order.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { TranscriptEntry } from '../../src';
+import type { SubagentRun, TranscriptEntry } from '../../src';
 import { createScriptedProvider, ReadyProcess, ScriptedTurnEvent, spawnWorkerProcess } from '../../src/testing';
-import { runContextQuery } from '../../workflows/definitions';
-import { connectTestTemporal, newService, TestTemporal, text, uniqueName } from '../helpers/temporal';
+import { runContextQuery, statusQuery } from '../../workflows/definitions';
+import {
+  connectTestTemporal,
+  eventually,
+  newService,
+  TestTemporal,
+  text,
+  turnGates,
+  uniqueName,
+} from '../helpers/temporal';
 
 let temporal: TestTemporal;
 const workers: ReadyProcess[] = [];
@@ -67,22 +75,38 @@ it('completes 50 concurrent runs through three SIGKILLs of their worker, each me
   let current = await spawnWorkerProcess(env);
   workers.push(current);
 
-  const script = Array.from({ length: 8 }, () => ({ delayMs: 700, reply: 'answered {input}' }));
+  // Each turn waits at its gate: turn k until message k is queued (so it reaches turn k + 1), the
+  // last one until the test lets it go. The kills land on whatever is in flight at the time.
+  const gates = turnGates();
+  const script = Array.from({ length: MESSAGES.length + 1 }, () => ({
+    waitFor: gates.waitFor,
+    reply: 'answered {input}',
+  }));
   const runs = Array.from({ length: RUNS }, (_, i) =>
     service.start(name, { prompt: text(`task ${i}`), parent: { id: 'p' }, agentOptions: { script } }),
   );
-  // Steering messages go out while workers die: message k at a random moment of turn k, so each
-  // arrives while the run is still busy and the run lives until its last message.
   const log = eventLog(eventsFile);
+  const pendingOf = async (run: SubagentRun) => {
+    try {
+      return (await temporal.client.workflow.getHandle(run.id).query(statusQuery)).pendingMessages;
+    } catch {
+      return undefined; // no worker answers while the only one is being replaced
+    }
+  };
   const steering = Promise.all(
     runs.map(async (run) => {
       for (const [turn, message] of MESSAGES.entries()) {
         await log.turnStarted(run.id, turn);
-        await sleep(Math.random() * 300);
+        await sleep(Math.random() * 300); // a random moment of the turn
         run.sendMessage!(text(message));
+        await eventually(async () => ((await pendingOf(run)) === 1 ? true : undefined), 60_000);
+        gates.open(run.id, turn);
       }
+      await log.turnStarted(run.id, MESSAGES.length);
+      gates.open(run.id, MESSAGES.length);
     }),
   );
+  // Three SIGKILLs at random moments, each while turns are held in flight.
   const kills = (async () => {
     for (let kill = 0; kill < 3; kill++) {
       await sleep(800 + Math.random() * 1500);
@@ -101,6 +125,12 @@ it('completes 50 concurrent runs through three SIGKILLs of their worker, each me
     .split('\n')
     .filter(Boolean)
     .map((line) => JSON.parse(line) as ScriptedTurnEvent);
+  // The kills did interrupt turns: each one at least one, which a later attempt redid.
+  const retried = events.filter((event) => event.kind === 'turn-start' && event.attempt > 1);
+  expect(retried.length).toBeGreaterThanOrEqual(3);
+  expect(
+    new Set(retried.map((event) => (event as ScriptedTurnEvent & { pid: number }).pid)).size,
+  ).toBeGreaterThanOrEqual(2);
   for (const run of runs) {
     // The durable conversation: the prompt, then the three messages in order, each once.
     const { entries } = await temporal.client.workflow.getHandle(run.id).query(runContextQuery);

@@ -2,6 +2,8 @@
 // started (or a server of a test's own), workers on unique task queues, and services, so test
 // files can run in parallel without sharing anything but the server.
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
@@ -163,4 +165,18 @@ export function testRuns(
     await runs.temporal?.close();
   });
   return runs;
+}
+
+/**
+ * Gates that hold scripted turns (their `waitFor`) until the test opens them, in this process or
+ * in a worker process: a turn waits for what it must see (a queued message, an outage) as an
+ * event, never for a length of time.
+ */
+export function turnGates() {
+  const dir = mkdtempSync(join(tmpdir(), 'subagent-gates-'));
+  return {
+    /** The `waitFor` of a scripted turn: its run's gate for that turn. */
+    waitFor: join(dir, '{run}.{turn}'),
+    open: (runId: string, turn: number) => writeFileSync(join(dir, `${runId}.${turn}`), ''),
+  };
 }
