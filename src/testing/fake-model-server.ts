@@ -25,8 +25,11 @@ export type FakeHandler = (request: FakeChatRequest) => FakeReply | Promise<Fake
 export interface FakeOpenAI {
   readonly baseURL: string;
   readonly requests: FakeChatRequest[];
-  /** Queue replies for the next requests, in order (FIFO). */
-  enqueue(...replies: FakeReply[]): void;
+  /**
+   * Queue replies for the next requests, in order (FIFO). A promise is a reply the test decides
+   * on later: its request waits, in flight, until it settles.
+   */
+  enqueue(...replies: (FakeReply | Promise<FakeReply>)[]): void;
   /** Fallback when the queue is empty (default: a 500 JSON error saying the script is exhausted). */
   setHandler(handler: FakeHandler): void;
   /** Resolves once `count` requests have arrived (in total); rejects after `timeoutMs` (default 10 s) or on close(). */
@@ -217,7 +220,7 @@ function delayUnlessAborted(ms: number, done: Promise<'answered' | 'aborted'>): 
 
 export async function startFakeOpenAI(options: { handler?: FakeHandler } = {}): Promise<FakeOpenAI> {
   const requests: FakeChatRequest[] = [];
-  const queue: FakeReply[] = [];
+  const queue: (FakeReply | Promise<FakeReply>)[] = [];
   const sockets = new Set<Socket>();
   const waiters = new Set<{ count: number; resolve: (all: FakeChatRequest[]) => void; reject: (err: Error) => void }>();
   let handler: FakeHandler | undefined = options.handler;
@@ -244,7 +247,7 @@ export async function startFakeOpenAI(options: { handler?: FakeHandler } = {}): 
 
   const nextReply = async (request: FakeChatRequest): Promise<FakeReply> => {
     const queued = queue.shift();
-    if (queued) return queued;
+    if (queued) return await queued;
     if (handler) {
       try {
         return await handler(request);
@@ -366,7 +369,7 @@ export async function startFakeOpenAI(options: { handler?: FakeHandler } = {}): 
   return {
     baseURL: `http://127.0.0.1:${port}/v1`,
     requests,
-    enqueue(...replies: FakeReply[]) {
+    enqueue(...replies: (FakeReply | Promise<FakeReply>)[]) {
       queue.push(...replies);
     },
     setHandler(next: FakeHandler) {

@@ -319,8 +319,13 @@ describe('a worker crash mid-prompt', () => {
       parent: { id: 'p', session: { header: { id: 's', cwd } } },
     });
     const first = await eventually(() => events().find((e) => e.event === 'prompt'), 30_000);
-    // Heartbeats (which carry the session id to the retry) go out at most every 200 ms.
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // The session id reaches the retry in the turn's heartbeat: wait until the server holds it.
+    const handle = temporal.client.workflow.getHandle(run.id);
+    await eventually(async () => {
+      const { raw } = await handle.describe();
+      const details = raw.pendingActivities?.[0]?.heartbeatDetails?.payloads?.[0]?.data;
+      return details && Buffer.from(details).toString('utf8').includes(first.sessionId!) ? true : undefined;
+    }, 30_000);
     await worker.kill('SIGKILL');
     worker = await spawnWorkerProcess(env);
 

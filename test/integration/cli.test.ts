@@ -7,7 +7,8 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { createScriptedProvider, freePort } from '../../src/testing';
-import { connectTestTemporal, eventually, startWorker, TestTemporal, uniqueName } from '../helpers/temporal';
+import { statusQuery } from '../../workflows/definitions';
+import { connectTestTemporal, eventually, startWorker, TestTemporal, turnGates, uniqueName } from '../helpers/temporal';
 
 const CLI = resolve(__dirname, '..', '..', 'src', 'cli', 'index.ts');
 const scripted = createScriptedProvider({ name: uniqueName('cli'), runSettings: { resumeWindow: '1 hour' } });
@@ -103,11 +104,18 @@ it('starts, lists, shows, messages, resumes and logs a run in --json', async () 
 });
 
 it('sends a message to a running run, and cancels another', async () => {
-  const script = JSON.stringify({ script: [{ delayMs: 3000, reply: 'first' }, { reply: 'then got: {input}' }] });
+  const gates = turnGates();
+  const script = JSON.stringify({
+    script: [{ waitFor: gates.waitFor, reply: 'first' }, { reply: 'then got: {input}' }],
+  });
   const steered = json(await cli(['start', scripted.name, 'slow task', '--agent-options', script, '--json']));
   const sent = await cli(['send', steered.id, 'also this']);
   expect(sent.code).toBe(0);
   expect(sent.stdout).toContain(`sent to ${steered.id}`);
+  // The first turn is held until the message is in, so the message starts the second.
+  const handle = temporal.client.workflow.getHandle(steered.id as string);
+  await eventually(async () => ((await handle.query(statusQuery)).pendingMessages === 1 ? true : undefined));
+  gates.open(steered.id as string, 0);
   const done = await eventually(async () => {
     const outcome = json(await cli(['show', steered.id, '--json']));
     return outcome.status === 'parked' ? outcome : undefined;

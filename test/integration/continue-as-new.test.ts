@@ -9,7 +9,9 @@ import {
   textReply,
   toolCallReply,
 } from '../../src/testing';
+import type { SubagentRun } from '../../src';
 import { createSpawnProvider } from '../../src/worker';
+import { statusQuery } from '../../workflows/definitions';
 import { eventually, newService, startTestServer, startWorker, TestServer, text } from '../helpers/temporal';
 
 let temporal: TestServer;
@@ -48,19 +50,23 @@ async function runsOf(workflowId: string): Promise<number> {
   });
 }
 
+const pendingOf = async (run: SubagentRun) =>
+  (await temporal.client.workflow.getHandle(run.id).query(statusQuery)).pendingMessages;
+
 it('continues a long segment as new between turns, delivering every message once and in order', async () => {
   const messages = Array.from({ length: 8 }, (_, i) => `m${i + 1}`);
   let next = 0;
-  // Each turn starts with the next message on its way, so the segment keeps running turn after turn,
-  // and the message sent at a continue-as-new boundary must survive the transition.
-  onTurnStart = (event) => {
-    if (next < messages.length) run.sendMessage!(text(messages[next++]!));
-    return event;
+  // Each turn starts by queueing the next message and goes on once it is in, so the segment keeps
+  // running turn after turn, and a message queued at a continue-as-new boundary must survive it.
+  onTurnStart = async () => {
+    if (next >= messages.length) return;
+    run.sendMessage!(text(messages[next++]!));
+    await eventually(async () => ((await pendingOf(run)) === 1 ? true : undefined));
   };
   const run = service.start(scripted.name, {
     prompt: text('m0'),
     parent: { id: 'p' },
-    agentOptions: { script: Array.from({ length: 9 }, () => ({ delayMs: 150, reply: '{input}' })) },
+    agentOptions: { script: Array.from({ length: 9 }, () => ({ reply: '{input}' })) },
   });
   const result = await run.result;
   onTurnStart = () => undefined;
@@ -73,17 +79,20 @@ it('continues a long segment as new between turns, delivering every message once
 
 it('carries an agent-loop conversation and a waiting message across continue-as-new', async () => {
   const since = fake.requests.length;
-  fake.setHandler((request) => {
+  let messageQueued!: () => void;
+  const queued = new Promise<void>((resolve) => (messageQueued = resolve));
+  fake.setHandler(async (request) => {
     const last = request.body.messages.at(-1);
     if (last.role === 'user') return toolCallReply([{ name: 'list_directory', arguments: {} }]);
-    // The first answer is slow, so the second message arrives while it is being written.
-    return textReply(`answered ${request.body.messages.length} messages`, {
-      delayMs: fake.requests.length - since === 2 ? 500 : 0,
-    });
+    // The first answer waits for the second message, which so arrives while it is being written.
+    if (fake.requests.length - since === 2) await queued;
+    return textReply(`answered ${request.body.messages.length} messages`);
   });
   const run = service.start('spawn', { prompt: text('first'), parent: { id: 'p' } });
   await fake.waitForRequests(since + 2);
   run.sendMessage!(text('second'));
+  await eventually(async () => ((await pendingOf(run)) === 1 ? true : undefined));
+  messageQueued();
   expect(await run.result).toEqual({ output: text('answered 8 messages'), stopReason: 'completed' });
   const last = fake.requests.at(-1)!.body.messages as { role: string; content: string }[];
   expect(last.map((m) => m.role)).toEqual([

@@ -16,7 +16,15 @@ import {
   toolCallReply,
 } from '../../src/testing';
 import { statusQuery } from '../../workflows/definitions';
-import { connectTestTemporal, newService, startWorker, TestTemporal, text, uniqueName } from '../helpers/temporal';
+import {
+  connectTestTemporal,
+  eventually,
+  newService,
+  startWorker,
+  TestTemporal,
+  text,
+  uniqueName,
+} from '../helpers/temporal';
 
 let temporal: TestTemporal;
 let fake: FakeOpenAI;
@@ -267,10 +275,18 @@ describe('spawn', () => {
 
   it('hands steering messages to the child before its next model call, in the same turn', async () => {
     const since = mark();
-    fake.enqueue(toolCallReply([{ name: 'list_directory', arguments: {} }], { delayMs: 600 }), textReply('steered'));
+    // The first model call answers only once the message is queued: it is in flight meanwhile.
+    let messageQueued!: () => void;
+    const firstReply = new Promise<void>((resolve) => (messageQueued = resolve)).then(() =>
+      toolCallReply([{ name: 'list_directory', arguments: {} }]),
+    );
+    fake.enqueue(firstReply, textReply('steered'));
     const run = startSpawn('look around');
     await waitFor(() => since().length === 1);
     run.sendMessage!(text('only the src folder matters'));
+    const handle = temporal.client.workflow.getHandle(run.id);
+    await eventually(async () => ((await handle.query(statusQuery)).pendingMessages === 1 ? true : undefined));
+    messageQueued();
     expect(await run.result).toEqual({ output: text('steered'), stopReason: 'completed' });
     expect(
       messagesOf(1, since)

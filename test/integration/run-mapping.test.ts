@@ -20,24 +20,15 @@ import {
   startWorker,
   TestTemporal,
   text,
+  turnGates,
   uniqueName,
 } from '../helpers/temporal';
 
 let temporal: TestTemporal;
 let stopWorker: () => Promise<void>;
 const turnEvents: ScriptedTurnEvent[] = [];
-/** Turns held at their start until the test releases them, keyed `runId/turn`. */
-const holds = new Map<string, Promise<void>>();
-const observer = (event: ScriptedTurnEvent) => {
-  turnEvents.push(event);
-  return event.kind === 'turn-start' ? holds.get(`${event.runId}/${event.turn}`) : undefined;
-};
-/** Holds `run`'s first turn at its start; the returned function lets it go on. */
-function holdFirstTurn(run: SubagentRun): () => void {
-  let release!: () => void;
-  holds.set(`${run.id}/0`, new Promise<void>((resolve) => (release = resolve)));
-  return release;
-}
+const observer = (event: ScriptedTurnEvent) => turnEvents.push(event);
+const gates = turnGates();
 const scripted = createScriptedProvider({ name: uniqueName('scripted'), observer });
 const shortWindow = createScriptedProvider({
   name: uniqueName('short'),
@@ -160,12 +151,11 @@ describe('sendMessage', () => {
     (await temporal.client.workflow.getHandle(run.id).query(statusQuery)).pendingMessages;
 
   it('delivers messages at the next turn boundary, in order, each once', async () => {
-    const run = startScripted([{ reply: 'first: {input}' }, { reply: 'second: {input}' }]);
-    const release = holdFirstTurn(run);
+    const run = startScripted([{ waitFor: gates.waitFor, reply: 'first: {input}' }, { reply: 'second: {input}' }]);
     await turnStarted(run);
     for (const message of ['one', 'two', 'three']) run.sendMessage!(text(message));
     await eventually(async () => ((await pendingOf(run)) === 3 ? true : undefined));
-    release();
+    gates.open(run.id, 0);
     expect(await run.result).toEqual({ output: text('second: one | two | three'), stopReason: 'completed' });
     const turns = eventsOf(run, 'turn-start').map((event) => event.input);
     expect(turns).toEqual([['go'], ['one', 'two', 'three']]);
@@ -173,8 +163,7 @@ describe('sendMessage', () => {
   });
 
   it('counts a message once when its signal arrives twice (a retry after a lost response)', async () => {
-    const run = startScripted([{ reply: 'first' }, { reply: 'second: {input}' }]);
-    const release = holdFirstTurn(run);
+    const run = startScripted([{ waitFor: gates.waitFor, reply: 'first' }, { reply: 'second: {input}' }]);
     await turnStarted(run);
     const handle = temporal.client.workflow.getHandle(run.id);
     await handle.signal(sendMessageSignal, { content: text('sent once'), id: 'message-1' });
@@ -182,7 +171,7 @@ describe('sendMessage', () => {
     await handle.signal(sendMessageSignal, { content: text('another'), id: 'message-2' });
     // All three signals are in when two messages wait; the result shows which two.
     await eventually(async () => ((await pendingOf(run)) === 2 ? true : undefined));
-    release();
+    gates.open(run.id, 0);
     expect(await run.result).toEqual({ output: text('second: sent once | another'), stopReason: 'completed' });
     await run.dispose();
   });

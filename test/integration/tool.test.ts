@@ -34,6 +34,7 @@ import {
   startWorker,
   TestTemporal,
   text,
+  turnGates,
   uniqueName,
 } from '../helpers/temporal';
 
@@ -356,7 +357,8 @@ describe('background mode', () => {
   });
 
   it('stops waiting, without cancelling the run, when the collecting step aborts', async () => {
-    const tool = scriptedTool([{ delayMs: 1500, reply: 'late answer' }], { background: true });
+    const gates = turnGates();
+    const tool = scriptedTool([{ waitFor: gates.waitFor, reply: 'late answer' }], { background: true });
     const started = await tool.execute(args('slow'), { parent });
     const runId = /run_id "([^"]+)"/.exec((started.content[0] as { text: string }).text)![1]!;
     const controller = new AbortController();
@@ -364,6 +366,7 @@ describe('background mode', () => {
     const waiting = collect.execute({ run_id: runId }, { signal: controller.signal });
     controller.abort();
     expect((await waiting).isError).toBe(true);
+    gates.open(runId, 0); // the run was held until the first collection had given up
     expect(await collect.execute({ run_id: runId }, {})).toEqual({ isError: false, content: text('late answer') });
   });
 });

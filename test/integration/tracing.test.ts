@@ -5,10 +5,20 @@ import { context, propagation } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { TemporalSubagentService, tracingClientInterceptors } from '../../src';
+import { runStarted, TemporalSubagentService, tracingClientInterceptors } from '../../src';
 import { createScriptedProvider } from '../../src/testing';
 import { bundleSubagentWorkflows } from '../../src/worker';
-import { connectTestTemporal, recordingLogger, startWorker, TestTemporal, text, uniqueName } from '../helpers/temporal';
+import { statusQuery } from '../../workflows/definitions';
+import {
+  connectTestTemporal,
+  eventually,
+  recordingLogger,
+  startWorker,
+  TestTemporal,
+  text,
+  turnGates,
+  uniqueName,
+} from '../helpers/temporal';
 
 let temporal: TestTemporal;
 let stopWorker: () => Promise<void>;
@@ -41,13 +51,18 @@ it('traces a run end to end, each span once although every task replays the hist
   });
   const service = new TemporalSubagentService({ client, logger: recordingLogger() });
   service.registerProvider(scripted);
+  const gates = turnGates();
   const run = service.start(scripted.name, {
     prompt: text('trace me'),
     parent: { id: 'p' },
-    agentOptions: { script: [{ delayMs: 500, reply: 'one' }, { reply: 'two' }] },
+    agentOptions: { script: [{ waitFor: gates.waitFor, reply: 'one' }, { reply: 'two' }] },
   });
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  // The message is queued while the first turn is held, so it starts the second.
   run.sendMessage!(text('and this'));
+  await runStarted(run);
+  const handle = temporal.client.workflow.getHandle(run.id);
+  await eventually(async () => ((await handle.query(statusQuery)).pendingMessages === 1 ? true : undefined));
+  gates.open(run.id, 0);
   expect(await run.result).toEqual({ output: text('two'), stopReason: 'completed' });
   await run.dispose();
 
