@@ -22,8 +22,7 @@ import {
 
 let temporal: TestTemporal;
 let stopWorker: () => Promise<void>;
-const turns: string[] = [];
-const scripted = createScriptedProvider({ name: uniqueName('svc'), observer: (event) => turns.push(event.runId) });
+const scripted = createScriptedProvider({ name: uniqueName('svc') });
 
 beforeAll(async () => {
   temporal = await connectTestTemporal();
@@ -273,12 +272,26 @@ describe('errors', () => {
   });
 });
 
-it('does not start the child when start throws', () => {
-  const service = newService(temporal);
+it('does not start the child when start throws: no workflow start is ever sent, while a valid start sends one', async () => {
+  // The real client, its workflow starts recorded on their way to the server.
+  const client = new Client({ connection: temporal.connection });
+  const sent: string[] = [];
+  const start = client.workflow.start.bind(client.workflow);
+  client.workflow.start = ((...args: Parameters<typeof start>) => {
+    sent.push((args[1] as { workflowId: string }).workflowId);
+    return start(...args);
+  }) as typeof start;
+  const service = new TemporalSubagentService({ client, logger: recordingLogger() });
   service.registerProvider(scripted);
-  const before = turns.length;
   expect(() => service.start(scripted.name, { ...request, maxDepth: -1 })).toThrow(
     expect.objectContaining({ code: 'INVALID_REQUEST' }),
   );
-  expect(turns.length).toBe(before);
+  // A start goes out a microtask after start() returns: let every pending one run.
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(sent).toEqual([]);
+  const run = service.start(scripted.name, request);
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(sent).toEqual([run.id]);
+  await run.result;
+  await run.dispose();
 });
