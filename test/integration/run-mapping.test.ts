@@ -88,7 +88,7 @@ describe('start', () => {
     await run.dispose();
   });
 
-  it('passes the parent depth + 1 to the child and refuses a child deeper than maxDepth before any workflow exists', async () => {
+  it('§7.4 the child is at the parent depth (0 unless set) + 1, and maxDepth refuses a deeper child with SubagentDepthError before any workflow exists', async () => {
     const starts: SubagentRunInfo[] = [];
     const off = service.on('subagent/start', (info) => starts.push(info));
     const deepParent = { id: 'deep', options: { subagentDepth: 2 } };

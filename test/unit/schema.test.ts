@@ -63,8 +63,8 @@ const everyKeyword: StructuredOutputSchema = {
   additionalProperties: true,
 };
 
-describe('assertSupportedOutputSchema', () => {
-  it('accepts a representative schema that uses every keyword and annotation', () => {
+describe('§3.2 assertSupportedOutputSchema', () => {
+  it('§7.2 accepts a representative schema that uses every keyword and annotation', () => {
     expect(() => assertSupportedOutputSchema(everyKeyword)).not.toThrow();
     expect(violationsOf(everyKeyword)).toEqual([]);
   });
@@ -121,7 +121,7 @@ describe('assertSupportedOutputSchema', () => {
     ],
     ['a string root type', { type: 'string' }, [ROOT_NOT_OBJECT]],
     ['an array root type with legal items', { type: 'array', items: { type: 'string' } }, [ROOT_NOT_OBJECT]],
-  ])('rejects %s with the exact violations', (_name, schema, expected) => {
+  ])('§7.2 rejects %s with the exact violations', (_name, schema, expected) => {
     expect(violationsOf(schema)).toEqual(expected);
   });
 
@@ -133,7 +133,7 @@ describe('assertSupportedOutputSchema', () => {
     ['an array holding Infinity', ['a', Infinity]],
     ['an array holding undefined', [undefined]],
     ['null', null],
-  ])('rejects enum as %s', (_name, enumValue) => {
+  ])('§7.2 rejects enum as %s', (_name, enumValue) => {
     expect(violationsOf({ type: 'object', properties: { s: { type: 'string', enum: enumValue } } })).toEqual([
       'schema.properties.s.enum must be a non-empty array of scalars',
     ]);
@@ -146,14 +146,14 @@ describe('assertSupportedOutputSchema', () => {
     ['-Infinity', -Infinity],
     ['undefined', undefined],
     ['a function', () => 'a'],
-  ])('rejects const as %s', (_name, constValue) => {
+  ])('§7.2 rejects const as %s', (_name, constValue) => {
     expect(violationsOf({ type: 'object', properties: { s: { type: 'string', const: constValue } } })).toEqual([
       'schema.properties.s.const must be a scalar',
     ]);
   });
 
   it.each(['oneOf', 'anyOf', 'allOf', 'not', 'pattern', 'minimum', 'maxLength', '$ref'])(
-    'rejects %s as an unsupported keyword',
+    '§7.2 rejects %s as an unsupported keyword',
     (keyword) => {
       expect(violationsOf({ type: 'object', [keyword]: {} })).toEqual([`schema.${keyword} ${UNSUPPORTED}`]);
     },
@@ -216,7 +216,7 @@ describe('assertSupportedOutputSchema', () => {
         'schema.properties.x.enum must be a non-empty array of scalars',
       ],
     ],
-  ])('rejects %s', (_name, node, expected) => {
+  ])('§7.2 rejects %s, a keyword on the wrong type', (_name, node, expected) => {
     expect(violationsOf({ type: 'object', properties: { x: node } })).toEqual(expected);
   });
 
@@ -231,13 +231,13 @@ describe('assertSupportedOutputSchema', () => {
     ['an array holding a number', ['a', 1]],
     ['an object', { a: true }],
     ['null', null],
-  ])('rejects required as %s', (_name, required) => {
+  ])('§7.2 rejects required as %s', (_name, required) => {
     expect(violationsOf({ type: 'object', properties: { a: { type: 'string' } }, required })).toEqual([
       'schema.required must be an array of strings',
     ]);
   });
 
-  it('reports every undeclared required name in order', () => {
+  it('§7.2 reports every undeclared required name in order', () => {
     expect(violationsOf({ type: 'object', properties: { b: { type: 'string' } }, required: ['a', 'b', 'c'] })).toEqual([
       'schema.required names "a" which is not in properties',
       'schema.required names "c" which is not in properties',
@@ -264,7 +264,7 @@ describe('assertSupportedOutputSchema', () => {
     ['a string', 'false'],
     ['a number', 0],
     ['null', null],
-  ])('rejects additionalProperties as %s', (_name, additionalProperties) => {
+  ])('§7.2 rejects additionalProperties as %s', (_name, additionalProperties) => {
     expect(violationsOf({ type: 'object', additionalProperties })).toEqual([
       'schema.additionalProperties must be a boolean',
     ]);
@@ -284,7 +284,7 @@ describe('assertSupportedOutputSchema', () => {
       { title: undefined },
       ['schema.title annotation must be JSON data', 'schema.title must be a string'],
     ],
-  ])('rejects %s', (_name, annotations, expected) => {
+  ])('§7.2 rejects %s, a non-string or non-JSON annotation', (_name, annotations, expected) => {
     expect(violationsOf({ type: 'object', ...annotations })).toEqual(expected);
   });
 
@@ -310,11 +310,11 @@ describe('assertSupportedOutputSchema', () => {
         return cycle;
       })(),
     ],
-  ])('rejects a default that is %s as non-JSON data', (_name, payload) => {
+  ])('§7.2 rejects a default that is %s as non-JSON data', (_name, payload) => {
     expect(violationsOf({ type: 'object', default: payload })).toEqual(['schema.default annotation must be JSON data']);
   });
 
-  it('accepts JSON object and array annotations, including a shared non-cyclic payload', () => {
+  it('§7.2 accepts JSON object and array annotations, including a shared non-cyclic payload', () => {
     const shared = { x: [1, 'a', true, null, { y: -0.5 }] };
     expect(
       violationsOf({
@@ -326,7 +326,7 @@ describe('assertSupportedOutputSchema', () => {
     ).toEqual([]);
   });
 
-  it('reports the path of a circular node deeper than the root', () => {
+  it('§7.2 reports the path of a circular node deeper than the root', () => {
     const inner: Record<string, unknown> = { type: 'array' };
     inner.items = { type: 'object', properties: { back: inner } };
     expect(violationsOf({ type: 'object', properties: { list: inner } })).toEqual([
@@ -334,7 +334,7 @@ describe('assertSupportedOutputSchema', () => {
     ]);
   });
 
-  it('accepts the same sub-schema object in two sibling positions', () => {
+  it('§7.2 accepts the same sub-schema object in two sibling positions', () => {
     const shared = { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] };
     expect(
       violationsOf({ type: 'object', properties: { a: shared, b: shared, list: { type: 'array', items: shared } } }),
@@ -349,7 +349,7 @@ describe('assertSupportedOutputSchema', () => {
     ]);
   });
 
-  it('collects violations across nesting levels in walk order', () => {
+  it('§7.2 collects violations across nesting levels in walk order', () => {
     expect(
       violationsOf({
         type: 'object',
@@ -374,7 +374,7 @@ describe('assertSupportedOutputSchema', () => {
     ]);
   });
 
-  it('adds the object-rooted message only when nothing else is wrong', () => {
+  it('§7.2 adds the object-rooted message only when nothing else is wrong', () => {
     expect(violationsOf({ type: 'string', pattern: 'x' })).toEqual([`schema.pattern ${UNSUPPORTED}`]);
     expect(violationsOf({ type: 'array', items: { type: 'string', minimum: 1 } })).toEqual([
       `schema.items.minimum ${UNSUPPORTED}`,
@@ -436,7 +436,7 @@ describe('assertSupportedOutputSchema', () => {
   });
 });
 
-describe('OutputSchemaError', () => {
+describe('§1.10 OutputSchemaError', () => {
   it('carries the violations, the code, the name and the joined message', () => {
     let caught: unknown;
     try {
@@ -468,7 +468,7 @@ describe('OutputSchemaError', () => {
   });
 });
 
-describe('validateStructuredValue', () => {
+describe('§3.3 validateStructuredValue', () => {
   const finding: StructuredOutputSchema = {
     type: 'object',
     properties: {
@@ -484,7 +484,7 @@ describe('validateStructuredValue', () => {
     assertSupportedOutputSchema(finding);
   });
 
-  it('returns no violations for a fully valid value', () => {
+  it('§7.2 returns no violations for a fully valid value', () => {
     expect(validateStructuredValue(finding, { file: 'a.ts', line: 3, severity: 'high', kind: 'bug' })).toEqual([]);
     expect(
       validateStructuredValue(everyKeyword, {
@@ -525,11 +525,11 @@ describe('validateStructuredValue', () => {
     ['a null root', null, ['"value" must be an object']],
     ['a non-integer line', { file: 'a', line: 1.5 }, ['"value.line" must be an integer']],
     ['a string line', { file: 'a', line: 'x' }, ['"value.line" must be an integer']],
-  ])('reports %s', (_name, value, expected) => {
+  ])('§7.2 reports %s', (_name, value, expected) => {
     expect(validateStructuredValue(finding, value)).toEqual(expected);
   });
 
-  it('skips declared properties whose value is undefined', () => {
+  it('§7.2 skips declared properties whose value is undefined', () => {
     expect(validateStructuredValue(finding, { file: 'a', line: 1, severity: undefined, kind: undefined })).toEqual([]);
   });
 
@@ -545,7 +545,7 @@ describe('validateStructuredValue', () => {
     ['null', { p: { type: 'null' } }, 0, ['"value.p" must be null']],
     ['array', { p: { type: 'array' } }, { 0: 'a' }, ['"value.p" must be an array']],
     ['object', { p: { type: 'object' } }, [1], ['"value.p" must be an object']],
-  ])('reports the %s type message', (_name, properties, value, expected) => {
+  ])('§7.2 reports the %s type message', (_name, properties, value, expected) => {
     expect(validateStructuredValue({ type: 'object', properties }, { p: value })).toEqual(expected);
   });
 
@@ -560,7 +560,7 @@ describe('validateStructuredValue', () => {
     expect(validateStructuredValue({ type: 'object', properties }, { p: value })).toEqual([]);
   });
 
-  it('enforces const null on the null type', () => {
+  it('§7.2 enforces const null on the null type', () => {
     const schema: StructuredOutputSchema = { type: 'object', properties: { p: { type: 'null', const: null } } };
     expect(validateStructuredValue(schema, { p: null })).toEqual([]);
     expect(validateStructuredValue(schema, { p: 'null' })).toEqual(['"value.p" must be null']);
@@ -584,7 +584,7 @@ describe('validateStructuredValue', () => {
       'b',
       ['"value.p" must be one of ["a",1,null]'],
     ],
-  ])('enforces %s', (_name, properties, value, expected) => {
+  ])('§7.2 enforces %s', (_name, properties, value, expected) => {
     expect(validateStructuredValue({ type: 'object', properties }, { p: value })).toEqual(expected);
   });
 
@@ -601,7 +601,7 @@ describe('validateStructuredValue', () => {
     expect(validateStructuredValue(schema, { p: value })).toEqual(expected);
   });
 
-  it('checks array items per index', () => {
+  it('§7.2 checks array items per index', () => {
     const schema: StructuredOutputSchema = {
       type: 'object',
       properties: { a: { type: 'array', items: { type: 'string' } } },
@@ -614,7 +614,7 @@ describe('validateStructuredValue', () => {
     expect(validateStructuredValue(schema, { a: 'x' })).toEqual(['"value.a" must be an array']);
   });
 
-  it('accepts any array when items is absent', () => {
+  it('§7.2 accepts any array when items is absent', () => {
     const schema: StructuredOutputSchema = { type: 'object', properties: { a: { type: 'array' } } };
     expect(validateStructuredValue(schema, { a: [1, 'x', null, { b: [undefined] }, [NaN]] })).toEqual([]);
   });
@@ -661,7 +661,7 @@ describe('validateStructuredValue', () => {
     ]);
   });
 
-  it('enforces nested required and additionalProperties false', () => {
+  it('§7.2 enforces nested required and additionalProperties false', () => {
     const schema: StructuredOutputSchema = {
       type: 'object',
       properties: {
@@ -692,7 +692,7 @@ describe('validateStructuredValue', () => {
     ]);
   });
 
-  it('reports required, then declared properties, then undeclared keys', () => {
+  it('§7.2 reports required, then declared properties, then undeclared keys', () => {
     const schema: StructuredOutputSchema = {
       type: 'object',
       properties: { b: { type: 'string' }, a: { type: 'string' } },
@@ -719,7 +719,7 @@ describe('validateStructuredValue', () => {
     ]);
   });
 
-  it('only checks that the value is an object for a bare object schema', () => {
+  it('§7.2 only checks that the value is an object for a bare object schema', () => {
     const schema: StructuredOutputSchema = { type: 'object' };
     expect(validateStructuredValue(schema, {})).toEqual([]);
     expect(validateStructuredValue(schema, { any: [1, { thing: null }] })).toEqual([]);
@@ -760,13 +760,13 @@ describe('validateStructuredValue', () => {
     expect(validateStructuredValue(finding, value)).toEqual([]);
   });
 
-  it('throws on a forged node type, naming it', () => {
+  it('§7.2 throws on a forged node type, naming it', () => {
     const forged = { type: 'object', properties: { t: { type: 'tuple' } } } as unknown as StructuredOutputSchema;
     expect(() => validateStructuredValue(forged, { t: [1] })).toThrow(/tuple/);
     expect(() => validateStructuredValue({ type: 'tuple' } as unknown as StructuredOutputSchema, {})).toThrow(/tuple/);
   });
 
-  it('rejects properties given as an array at assert time', () => {
+  it('§7.2 rejects properties given as an array at assert time', () => {
     expect(violationsOf({ type: 'object', properties: [] })).toEqual([
       'schema.properties must be an object of schemas',
     ]);
@@ -817,7 +817,7 @@ describe('validateStructuredValue', () => {
   });
 });
 
-describe('snapshotOutputSchema', () => {
+describe('§4.10 snapshotOutputSchema', () => {
   it('returns an equal deep copy of a supported schema', () => {
     const snapshot = snapshotOutputSchema(everyKeyword);
     expect(snapshot).toEqual(everyKeyword);

@@ -1,6 +1,6 @@
-// The structured-output capture runtime, durable (seam-spec §4, §7.3 adapted): the capture ends
-// the turn, invalid values go back to the child, calls after a capture are denied, the nudge loop,
-// cancellation during it, concurrent runs with their own schemas, the schema snapshot.
+// Seam §7.3 and §4, structured output made durable: the capture ends the turn, invalid values go
+// back to the child, calls after a capture are denied, the nudge loop, cancellation during it,
+// concurrent runs with their own schemas, the schema snapshot. Each test names its clause.
 import { OutputSchemaError, StructuredOutputSchema, type SubagentProvider, type SubagentRun } from '../../src';
 import { createScriptedProvider, ScriptedTurn, ScriptedTurnEvent } from '../../src/testing';
 import { createStructuredOutputRuntime, hostSeamProvider, STRUCTURED_OUTPUT_INSTRUCTION } from '../../src/worker';
@@ -95,8 +95,8 @@ const eventsOf = (run: SubagentRun, kind: ScriptedTurnEvent['kind']) =>
   events.filter((e) => e.runId === run.id && e.kind === kind);
 const turnsOf = (run: SubagentRun) => eventsOf(run, 'turn-start').map((event) => event.input);
 
-describe('capture', () => {
-  it('a valid capture gives structured and completed, ends the turn, and no further turn runs', async () => {
+describe('§7.3 capture', () => {
+  it('§7.3 a valid capture gives structured equal to its arguments and completed, and stops the turn: no further turn runs', async () => {
     const run = startStructured([{ calls: [capture({ answer: '42' })] }, { reply: 'never played' }]);
     const result = await run.result;
     expect(result).toEqual({
@@ -108,7 +108,7 @@ describe('capture', () => {
     await run.dispose();
   });
 
-  it('an invalid call returns the violations to the child, which retries in the same turn', async () => {
+  it('§7.3 an invalid call then a valid one in the same turn: structured is the second value, the first result isError', async () => {
     const run = startStructured([
       { calls: [capture({ answer: 5, extra: true }), capture({ answer: 'five', confidence: 0.5 })] },
     ]);
@@ -128,7 +128,7 @@ describe('capture', () => {
     await run.dispose();
   });
 
-  it('denies every tool call after the capture, a second structured_output included', async () => {
+  it('§4.10 every tool call after the capture is denied, a second structured_output included', async () => {
     const run = startStructured([
       { calls: [capture({ answer: 'first' }), { name: 'read_file', arguments: {} }, capture({ answer: 'second' })] },
     ]);
@@ -150,14 +150,14 @@ describe('capture', () => {
     await run.dispose();
   });
 
-  it('treats unparsable JSON arguments as a raw string that is not an object', async () => {
+  it('§4.7 unparsable arguments are validated as the raw string, which is not an object', async () => {
     const run = startStructured([{ calls: [capture('{oops'), capture('{"answer":"ok"}')] }]);
     expect((await run.result).structured).toEqual({ answer: 'ok' });
     expect(eventsOf(run, 'tool-result')[0]!.tool!.result).toBe('Error: invalid arguments: "value" must be an object');
     await run.dispose();
   });
 
-  it('keeps structured off plain runs: no key, and the tool refuses a child without a schema', async () => {
+  it('§7.3 a child without a structured run is shown no structured_output, and calling it gives isError; its result has no structured key', async () => {
     const run = service.start(scripted.name, {
       prompt: text('plain'),
       parent: { id: 'parent' },
@@ -176,8 +176,8 @@ describe('capture', () => {
   });
 });
 
-describe('the nudge loop', () => {
-  it('with one nudge (the default): a prose finish is nudged, and a capture then completes', async () => {
+describe('§7.3 the nudge loop', () => {
+  it('§7.3 a prose finish, a nudge, then a capture: structured is set, completed, two user messages', async () => {
     const run = startStructured([{ reply: 'prose' }, { calls: [capture({ answer: 'after the nudge' })] }]);
     const result = await run.result;
     expect(result).toMatchObject({ structured: { answer: 'after the nudge' }, stopReason: 'completed' });
@@ -185,7 +185,7 @@ describe('the nudge loop', () => {
     await run.dispose();
   });
 
-  it('exhausted after one nudge: two turns and error, without structured', async () => {
+  it('§7.3 nudges used up (1): error, no structured, two turns', async () => {
     const run = startStructured([{ reply: 'prose' }, { reply: 'more prose' }]);
     const result = await run.result;
     expect(result.stopReason).toBe('error');
@@ -195,7 +195,7 @@ describe('the nudge loop', () => {
     await run.dispose();
   });
 
-  it('with zero nudges: one turn and error', async () => {
+  it('§7.3 zero nudges: error after one turn', async () => {
     const run = startStructured([{ reply: 'prose' }], noNudge.name);
     expect((await run.result).stopReason).toBe('error');
     expect(turnsOf(run)).toHaveLength(1);
@@ -205,7 +205,7 @@ describe('the nudge loop', () => {
   it.each([
     ['max-tokens', { reply: 'cut off', stopReason: 'max-tokens' as const }, 'max-tokens'],
     ['a failure', { fail: 'model unavailable' }, 'error'],
-  ])('does not nudge after a turn that ended in %s', async (_case, step, stopReason) => {
+  ])('§7.3 a child whose turn ended in %s is not nudged: one turn', async (_case, step, stopReason) => {
     const run = startStructured([step, { calls: [capture({ answer: 'never' })] }]);
     const result = await run.result;
     expect(result.stopReason).toBe(stopReason);
@@ -214,7 +214,7 @@ describe('the nudge loop', () => {
     await run.dispose();
   });
 
-  it('a cancel at a clean turn end without a capture settles aborted with no extra turn', async () => {
+  it('§7.3 a cancel at a clean turn end without a capture: aborted, one turn', async () => {
     let runId = '';
     onEvent = async (event) => {
       if (event.kind === 'turn-end' && event.runId === runId) await temporal.client.workflow.getHandle(runId).cancel();
@@ -227,8 +227,8 @@ describe('the nudge loop', () => {
   });
 });
 
-describe('schemas', () => {
-  it('gives two concurrent runs each their own schema and capture', async () => {
+describe('§7.3 schemas', () => {
+  it('§7.3 two concurrent children with different schemas each get their own schema and capture', async () => {
     const other: StructuredOutputSchema = {
       type: 'object',
       properties: { count: { type: 'integer' } },
@@ -250,7 +250,7 @@ describe('schemas', () => {
     await Promise.all([a.dispose(), b.dispose()]);
   });
 
-  it('snapshots the schema at start: a later change to the caller object changes nothing', async () => {
+  it("§4.10 the schema is snapshotted at start: a later change to the caller's object changes nothing", async () => {
     const mutable = JSON.parse(JSON.stringify(schema)) as { properties: { answer: { type: string } } };
     const run = startStructured(
       [{ delayMs: 300, calls: [capture({ answer: 'still a string' })] }],
@@ -262,7 +262,7 @@ describe('schemas', () => {
     await run.dispose();
   });
 
-  it('refuses a schema outside the subset at start with every violation, and nothing starts', () => {
+  it('§7.3 a schema with oneOf makes start throw unsupported output schema synchronously, with every violation; nothing starts', () => {
     const before = events.length;
     let thrown: unknown;
     try {
@@ -281,7 +281,7 @@ describe('schemas', () => {
     expect(events.length).toBe(before);
   });
 
-  it('checks the capability before the schema: UNSUPPORTED_CAPABILITY for a provider without outputSchema', () => {
+  it('§2.2 the capability is checked before the schema: UNSUPPORTED_CAPABILITY for a provider without outputSchema', () => {
     const bare = newService(temporal);
     bare.registerProvider({ ...scripted, capabilities: { ...scripted.capabilities, outputSchema: false } });
     expect(() =>
@@ -291,7 +291,7 @@ describe('schemas', () => {
 });
 
 describe('a hosted seam provider that captures itself', () => {
-  it('is not nudged when it finishes without a value: it cannot take a message, so it settles error after one start', async () => {
+  it('§4.6 a hosted in-process provider that finishes without a value is not nudged: it cannot take a message, so it settles error after one start', async () => {
     const run = service.start(innerProse.name, {
       prompt: text('answer once'),
       parent: { id: 'p' },
@@ -316,7 +316,7 @@ describe('a hosted seam provider that captures itself', () => {
     await run.dispose();
   });
 
-  it('turns an invalid structured value into error with the violations', async () => {
+  it('§4.7 an invalid structured value from an in-process provider settles error with the violations', async () => {
     const run = service.start(innerStructured.name, {
       prompt: text('{"answer":1}'),
       parent: { id: 'p' },
@@ -335,19 +335,19 @@ describe('a hosted seam provider that captures itself', () => {
 describe('the runtime a provider is handed', () => {
   const runtime = () => createStructuredOutputRuntime(schema);
 
-  it('lists structured_output last with the run schema, replacing any other copy', () => {
+  it("§4.2 structured_output is listed last with the run's schema as its parameters, replacing any other copy", () => {
     const tools = runtime().withTool([{ name: 'structured_output' }, { name: 'read_file' }, { name: 'search' }]);
     expect(tools.map((tool) => tool.name)).toEqual(['read_file', 'search', 'structured_output']);
     expect(tools.at(-1)).toMatchObject({ parameters: schema });
   });
 
-  it('ends the system prompt with the calling instruction', () => {
+  it("§7.3 the child's system prompt ends with the instruction", () => {
     expect(runtime().systemPrompt('You are a careful reviewer.')).toBe(
       `You are a careful reviewer.\n\n${STRUCTURED_OUTPUT_INSTRUCTION}`,
     );
   });
 
-  it('captures the parsed arguments as sent and reads an empty argument string as {}', () => {
+  it('§4.2 the capture holds the parsed arguments, and an empty argument string is {}', () => {
     const rt = createStructuredOutputRuntime({ type: 'object' });
     expect(rt.captured).toBeUndefined();
     expect(rt.call('')).toEqual({ isError: false, content: text('Structured output recorded.') });

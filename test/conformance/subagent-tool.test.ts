@@ -1,11 +1,12 @@
-// The model-facing `subagent` tool (seam §6 and §7.8, made durable): wording both ways, the
+// Seam §7.8 and §6, the model-facing `subagent` tool made durable: wording both ways, the
 // stop-reason mapping, dispose on every path, abort bridging, a parent model that calls the tool
 // (OpenAI shape and Vercel AI SDK), nesting to maxDepth from inside LLM children, background mode
-// across a restart of the parent process.
+// across a restart of the parent process. Clause tests are named after their clause.
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, stepCountIs } from 'ai';
 import OpenAI from 'openai';
 import {
+  type SubagentStartRequest,
   createSubagentResultTool,
   createSubagentTool,
   runOpenAIToolCall,
@@ -73,19 +74,29 @@ const scriptedTool = (script: object[], extra: object = {}) =>
 const closedOutcome = (runId: string) =>
   temporal.client.workflow.getHandle(runId).result() as Promise<SubagentRunOutcome>;
 
-/** The real service, recording the runs it started and their disposals (not a Temporal mock). */
+/** The real service, recording the runs it started, their requests, cancels and disposals (not a Temporal mock). */
 function recording(overrides: { result?: (run: SubagentRun) => Promise<never> } = {}) {
-  const runs: { run: SubagentRun; disposed: number }[] = [];
+  const runs: {
+    provider: string;
+    request: SubagentStartRequest;
+    run: SubagentRun;
+    cancelled: number;
+    disposed: number;
+  }[] = [];
   const starter: SubagentStarter = {
     getProvider: (name) => service.getProvider(name),
     attach: (id) => service.attach(id),
     start(name, request) {
       const run = service.start(name, request);
-      const entry = { run, disposed: 0 };
+      const entry = { provider: name, request, run, cancelled: 0, disposed: 0 };
       runs.push(entry);
       return {
         ...run,
         result: overrides.result ? overrides.result(run) : run.result,
+        cancel: (reason?: string) => {
+          entry.cancelled++;
+          run.cancel(reason);
+        },
         dispose: async () => {
           entry.disposed++;
           await run.dispose();
@@ -96,8 +107,8 @@ function recording(overrides: { result?: (run: SubagentRun) => Promise<never> } 
   return { starter, runs };
 }
 
-describe('wording', () => {
-  it('tells the model a spawn-like child does not see the conversation', () => {
+describe('§7.8 wording', () => {
+  it('§7.8 spawn-style wording: the child does not see the conversation; the parameters are exactly description and prompt', () => {
     const tool = createSubagentTool(service, { provider: scripted.name });
     expect(tool.name).toBe('subagent');
     expect(Object.keys(tool.parameters.properties)).toEqual(['description', 'prompt']);
@@ -105,7 +116,7 @@ describe('wording', () => {
     expect(tool.parameters.properties.prompt!.description).toContain('include everything it needs');
   });
 
-  it('tells the model a fork-like child inherits the completed turns', () => {
+  it('§7.8 fork-style wording: the child inherits the completed turns', () => {
     const tool = createSubagentTool(service, { provider: forkLike.name, name: 'subagent_fork' });
     expect(tool.name).toBe('subagent_fork');
     expect(tool.description).toContain('INHERITS this conversation');
@@ -113,15 +124,15 @@ describe('wording', () => {
     expect(tool.description).not.toContain('does not see this conversation');
   });
 
-  it('refuses a provider that is not registered with NO_PROVIDER', () => {
+  it('§7.8 a tool for a provider that is not registered is refused with NO_PROVIDER (its wording depends on the provider)', () => {
     expect(() => createSubagentTool(service, { provider: 'nobody' })).toThrow(
       expect.objectContaining({ code: 'NO_PROVIDER' }),
     );
   });
 });
 
-describe('execute', () => {
-  it('returns the child answer as text and disposes the run', async () => {
+describe('§7.8 execute', () => {
+  it("§7.8 delegation returns the reply text with isError false, the config's agentOptions forwarded, and disposes once", async () => {
     const { starter, runs } = recording();
     const tool = createSubagentTool(starter, {
       provider: scripted.name,
@@ -132,7 +143,29 @@ describe('execute', () => {
       content: text('child says hello'),
     });
     expect(runs.map((entry) => entry.disposed)).toEqual([1]);
+    expect(runs[0]!.request.agentOptions).toEqual({ script: [{ reply: 'child says {input}' }] });
     expect((await closedOutcome(runs[0]!.run.id)).closedBy).toBe('disposed');
+  });
+
+  it('§7.8 two tools with different names each route to their own provider', async () => {
+    const { starter, runs } = recording();
+    const spawnTool = createSubagentTool(starter, { provider: scripted.name });
+    const forkTool = createSubagentTool(starter, { provider: forkLike.name, name: 'subagent_fork' });
+    expect([spawnTool.name, forkTool.name]).toEqual(['subagent', 'subagent_fork']);
+    await spawnTool.execute(args('to the first'), { parent });
+    await forkTool.execute(args('to the second'), { parent });
+    expect(runs.map((entry) => entry.provider)).toEqual([scripted.name, forkLike.name]);
+  });
+
+  it('§7.8 a tool made with no options is named subagent and starts runs without agentOptions', async () => {
+    const { starter, runs } = recording();
+    const tool = createSubagentTool(starter, { provider: scripted.name });
+    expect(tool.name).toBe('subagent');
+    expect(await tool.execute(args('plain'), { parent })).toEqual({
+      isError: false,
+      content: text('scripted reply to: plain'),
+    });
+    expect('agentOptions' in runs[0]!.request).toBe(false);
   });
 
   it.each([
@@ -141,19 +174,22 @@ describe('execute', () => {
     ['max-tokens', 'subagent run hit its token limit before finishing'],
     ['refusal', 'subagent declined the task'],
     ['gave-up', 'subagent run ended abnormally (gave-up)'],
-  ])('turns a %s result into an error with a fixed message, and disposes', async (stopReason, message) => {
-    const { starter, runs } = recording();
-    const tool = createSubagentTool(starter, {
-      provider: scripted.name,
-      agentOptions: { script: [{ reply: 'partial', stopReason }] as never },
-    });
-    const outcome = await tool.execute(args('x'), { parent });
-    expect(outcome.isError).toBe(true);
-    expect((outcome.content[0] as { text: string }).text).toBe(`Error: ${message}`);
-    expect(runs[0]!.disposed).toBe(1);
-  });
+  ])(
+    '§7.8 the stop reason %s is isError with its fixed message, and the run is disposed once',
+    async (stopReason, message) => {
+      const { starter, runs } = recording();
+      const tool = createSubagentTool(starter, {
+        provider: scripted.name,
+        agentOptions: { script: [{ reply: 'partial', stopReason }] as never },
+      });
+      const outcome = await tool.execute(args('x'), { parent });
+      expect(outcome.isError).toBe(true);
+      expect((outcome.content[0] as { text: string }).text).toBe(`Error: ${message}`);
+      expect(runs[0]!.disposed).toBe(1);
+    },
+  );
 
-  it('turns an infrastructure failure of the result into an error result, and still disposes', async () => {
+  it('§7.8 a result that rejects (an infrastructure fault) is isError, and the run is still disposed once', async () => {
     const { starter, runs } = recording({ result: () => Promise.reject(new Error('connection lost')) });
     const tool = createSubagentTool(starter, { provider: scripted.name });
     const outcome = await tool.execute(args('x'), { parent });
@@ -172,7 +208,7 @@ describe('execute', () => {
     expect(runs).toEqual([]);
   });
 
-  it('checks the model arguments', async () => {
+  it('§7.8 no calling agent is isError (requires a calling agent), as are malformed arguments', async () => {
     const tool = scriptedTool([]);
     expect(await tool.execute({ description: 'x' }, { parent })).toEqual({
       isError: true,
@@ -188,7 +224,7 @@ describe('execute', () => {
     });
   });
 
-  it('cancels the run when the caller aborts mid-run, and disposes it', async () => {
+  it('§7.8 a live abort calls run.cancel once, and the result is isError', async () => {
     const { starter, runs } = recording();
     const tool = createSubagentTool(starter, {
       provider: scripted.name,
@@ -199,11 +235,12 @@ describe('execute', () => {
     await eventually(() => events.find((e) => e.runId === runs[0]?.run.id && e.kind === 'turn-start'));
     controller.abort();
     expect(await pending).toEqual({ isError: true, content: text('Error: subagent run was cancelled') });
+    expect(runs[0]!.cancelled).toBe(1);
     expect(runs[0]!.disposed).toBe(1);
     expect(events.some((e) => e.runId === runs[0]!.run.id && e.kind === 'cancelled')).toBe(true);
   });
 
-  it('cancels at once for an already-aborted signal: the child is never called', async () => {
+  it('§7.8 an already-aborted signal calls run.cancel once, the result is isError, the child is never called', async () => {
     const { starter, runs } = recording();
     const tool = createSubagentTool(starter, { provider: scripted.name });
     const controller = new AbortController();
@@ -213,6 +250,7 @@ describe('execute', () => {
       content: text('Error: subagent run was cancelled'),
     });
     expect(events.filter((e) => e.runId === runs[0]!.run.id)).toEqual([]);
+    expect(runs[0]!.cancelled).toBe(1);
     expect(runs[0]!.disposed).toBe(1);
   });
 

@@ -1,5 +1,6 @@
-// The seam's service conformance list (seam-spec §7.1), adapted to the durable facade: registry,
-// capability checks in order, events with per-listener containment and the deep clone.
+// Seam §7.1, the service's conformance list, on the durable facade: the registry, the capability
+// checks and their order, events with per-listener containment and the deep clone, the error
+// family. Each test names its clause (docs/conformance.md maps them).
 import { Client, Connection } from '@temporalio/client';
 import {
   HarnessError,
@@ -41,8 +42,8 @@ const descriptor = (name: string, capabilities: Partial<SubagentProviderDescript
 const parent = { id: 'parent' };
 const request = { prompt: text('hi'), parent };
 
-describe('registration', () => {
-  it('lists providers in insertion order and returns the registered object', () => {
+describe('§7.1 registration', () => {
+  it('§7.1 several providers coexist: list keeps insertion order and getProvider returns the registered object', () => {
     const service = newService(temporal);
     const a = descriptor('a');
     const b = descriptor('b');
@@ -53,7 +54,17 @@ describe('registration', () => {
     expect(service.getProvider('missing')).toBeUndefined();
   });
 
-  it('refuses a duplicate name with DUPLICATE_PROVIDER and keeps the first', () => {
+  it('§7.1 registering then starting by name: list and getProvider return the registered object, and the result resolves completed', async () => {
+    const service = newService(temporal);
+    service.registerProvider(scripted);
+    expect(service.list()).toEqual([scripted.name]);
+    expect(service.getProvider(scripted.name)).toBe(scripted);
+    const run = service.start(scripted.name, request);
+    expect(await run.result).toEqual({ output: text('scripted reply to: hi'), stopReason: 'completed' });
+    await run.dispose();
+  });
+
+  it('§7.1 a duplicate name throws DUPLICATE_PROVIDER and keeps the first', () => {
     const service = newService(temporal);
     const first = descriptor('dup');
     service.registerProvider(first);
@@ -66,7 +77,7 @@ describe('registration', () => {
     expect(service.getProvider('dup')).toBe(first);
   });
 
-  it('emits provider-added and provider-removed, and frees the name when disposed', () => {
+  it('§7.1 registering emits provider-added, its disposer emits provider-removed, and the name can be registered again', () => {
     const service = newService(temporal);
     const seen: string[] = [];
     service.on('subagent/provider-added', (p) => seen.push(`added ${p.name}`));
@@ -80,7 +91,7 @@ describe('registration', () => {
     expect(service.list()).toEqual(['x']);
   });
 
-  it('rolls a registration back when a provider-added listener throws, and works once it is fixed', () => {
+  it('§7.1 a throwing provider-added listener propagates and rolls the registration back; registering again works once it is fixed', () => {
     const service = newService(temporal);
     const removed: string[] = [];
     service.on('subagent/provider-removed', (name) => removed.push(name));
@@ -95,7 +106,7 @@ describe('registration', () => {
     expect(service.list()).toEqual(['y']);
   });
 
-  it('contains a throwing provider-removed listener: later listeners run and a warning is logged', () => {
+  it('§7.1 a throwing provider-removed listener: later listeners run, the disposer does not throw, the provider is gone, a warning is logged', () => {
     const logger = recordingLogger();
     const service = newService(temporal, { logger });
     const later: string[] = [];
@@ -121,8 +132,8 @@ describe('registration', () => {
   });
 });
 
-describe('start checks', () => {
-  it('refuses an unknown provider with NO_PROVIDER and lists the providers that exist', () => {
+describe('§7.1 start checks', () => {
+  it('§7.1 an unknown name throws NO_PROVIDER, listing the providers that exist', () => {
     const service = newService(temporal);
     service.registerProvider(descriptor('spawn'));
     service.registerProvider(descriptor('fork'));
@@ -138,21 +149,37 @@ describe('start checks', () => {
     ['outputSchema', { outputSchema: { type: 'object' } }],
     ['depthLimit', { maxDepth: 3 }],
     ['toolFilter', { toolFilter: { allow: ['read'] } }],
-  ])('refuses a request needing %s from a provider without it, before any run exists', (capability, extra) => {
+  ])(
+    '§7.1 a request needing %s throws UNSUPPORTED_CAPABILITY from a provider without it, before any run exists',
+    (capability, extra) => {
+      const service = newService(temporal);
+      const starts: SubagentRunInfo[] = [];
+      service.on('subagent/start', (info) => starts.push(info));
+      service.registerProvider(descriptor('bare'));
+      expect(() => service.start('bare', { ...request, ...extra })).toThrow(
+        expect.objectContaining({
+          code: 'UNSUPPORTED_CAPABILITY',
+          message: `subagent provider "bare" does not support the "${capability}" capability`,
+        }),
+      );
+      expect(starts).toEqual([]);
+    },
+  );
+
+  it('§7.1 a provider with every capability accepts outputSchema together with maxDepth', async () => {
     const service = newService(temporal);
-    const starts: SubagentRunInfo[] = [];
-    service.on('subagent/start', (info) => starts.push(info));
-    service.registerProvider(descriptor('bare'));
-    expect(() => service.start('bare', { ...request, ...extra })).toThrow(
-      expect.objectContaining({
-        code: 'UNSUPPORTED_CAPABILITY',
-        message: `subagent provider "bare" does not support the "${capability}" capability`,
-      }),
-    );
-    expect(starts).toEqual([]);
+    service.registerProvider(scripted);
+    const run = service.start(scripted.name, {
+      ...request,
+      maxDepth: 2,
+      outputSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] },
+      agentOptions: { script: [{ calls: [{ name: 'structured_output', arguments: { ok: true } }] }] },
+    });
+    expect(await run.result).toMatchObject({ structured: { ok: true }, stopReason: 'completed' });
+    await run.dispose();
   });
 
-  it('checks capabilities in the order outputSchema, depthLimit, toolFilter', () => {
+  it('§2.2 capabilities are checked in the order outputSchema, depthLimit, toolFilter', () => {
     const service = newService(temporal);
     service.registerProvider(descriptor('none'));
     service.registerProvider(descriptor('schema', { outputSchema: true }));
@@ -172,7 +199,7 @@ describe('start checks', () => {
     ]);
   });
 
-  it('treats a capability field set to undefined as absent', async () => {
+  it('§2.2 a capability field set to undefined counts as absent', async () => {
     const service = newService(temporal);
     service.registerProvider({
       ...scripted,
@@ -189,8 +216,8 @@ describe('start checks', () => {
   });
 });
 
-describe('events', () => {
-  it('fires subagent/start synchronously and subagent/end once the result settles, with a deep clone of the output', async () => {
+describe('§7.1 events', () => {
+  it('§7.1 subagent/start fires synchronously; subagent/end after settlement carries lastAssistantMessage, a clone a listener cannot use to change the output', async () => {
     const service = newService(temporal);
     service.registerProvider(scripted);
     const events: (SubagentRunInfo | SubagentRunEndInfo)[] = [];
@@ -216,7 +243,7 @@ describe('events', () => {
     expect(events).toHaveLength(2);
   });
 
-  it('contains throwing start and end listeners: the run is returned, resolves, and later listeners run', async () => {
+  it('§7.1 throwing subagent/start and subagent/end listeners: later listeners run, start returns the run, the result resolves', async () => {
     const logger = recordingLogger();
     const service = newService(temporal, { logger });
     service.registerProvider(scripted);
@@ -237,7 +264,7 @@ describe('events', () => {
     await run.dispose();
   });
 
-  it('reports an unreachable server as a rejected result (UNAVAILABLE) and subagent/end with error, without lastAssistantMessage', async () => {
+  it('§7.1 when the result rejects (an unreachable server, UNAVAILABLE), subagent/end has stopReason error and no lastAssistantMessage key', async () => {
     const connection = Connection.lazy({ address: '127.0.0.1:1', connectTimeout: 300 });
     const service = new TemporalSubagentService({
       client: new Client({ connection }),
@@ -262,8 +289,8 @@ describe('events', () => {
   });
 });
 
-describe('errors', () => {
-  it('SubagentError is a HarnessError with its name and code', () => {
+describe('§7.1 errors', () => {
+  it('§7.1 SubagentError is a HarnessError, with its name and the given code', () => {
     const error = new SubagentError('x', 'NO_PROVIDER');
     expect(error).toBeInstanceOf(HarnessError);
     expect(error).toBeInstanceOf(Error);
@@ -272,7 +299,7 @@ describe('errors', () => {
   });
 });
 
-it('does not start the child when start throws: no workflow start is ever sent, while a valid start sends one', async () => {
+it('§2.2 a start that throws sends nothing: no workflow start goes out, while a valid start sends one', async () => {
   // The real client, its workflow starts recorded on their way to the server.
   const client = new Client({ connection: temporal.connection });
   const sent: string[] = [];

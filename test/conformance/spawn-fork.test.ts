@@ -1,6 +1,7 @@
-// The spawn and fork providers over real HTTP to a fake OpenAI-compatible server (a test double),
-// with the real Temporal server: the agent loop, tools as activities, filters, path confinement,
-// structured capture through the real tool, cancellation of the HTTP call, retries and failures.
+// Seam §7.4-§7.7 (and §5.2, §5.3, §5.6): the spawn and fork providers over real HTTP to a fake
+// OpenAI-compatible server (a test double), with the real Temporal server: the agent loop, tools as
+// activities, filters, path confinement, structured capture through the real tool, fork seeding,
+// cancellation of the HTTP call, retries and failures. Clause tests are named after their clause.
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,7 +16,7 @@ import {
   textReply,
   toolCallReply,
 } from '../../src/testing';
-import { statusQuery } from '../../workflows/definitions';
+import { runContextQuery, statusQuery } from '../../workflows/definitions';
 import {
   connectTestTemporal,
   eventually,
@@ -75,8 +76,8 @@ const activityTypes = async (run: SubagentRun) => {
   );
 };
 
-describe('spawn', () => {
-  it('completes with the model reply, sending the system prompt, the prompt and the file tools', async () => {
+describe('§7.5 spawn', () => {
+  it('§7.5 a fresh child completes with its text; its request holds the system prompt, its own prompt and the file tools, and no structured_output', async () => {
     const since = mark();
     fake.enqueue(textReply('hello back', { usage: { prompt: 12, completion: 3 } }));
     const run = startSpawn('say hello');
@@ -88,6 +89,7 @@ describe('spawn', () => {
       { role: 'system', content: expect.stringContaining('You are a subagent') },
       { role: 'user', content: 'say hello' },
     ]);
+    expect(request!.body.messages[0].content).not.toContain(STRUCTURED_OUTPUT_INSTRUCTION);
     expect(request!.body.tools.map((tool: { function: { name: string } }) => tool.function.name)).toEqual([
       'read_file',
       'list_directory',
@@ -121,7 +123,55 @@ describe('spawn', () => {
     }
   });
 
-  it('uses agentOptions.model over the configured model, and reports usage in subagent/end', async () => {
+  it("§7.5 the child is a session of its own whose parent session is the parent's, in the parent's cwd, at depth parent + 1", async () => {
+    fake.enqueue(textReply('own session'));
+    const run = startSpawn('who am I');
+    await run.result;
+    const { request } = await temporal.client.workflow.getHandle(run.id).query(runContextQuery);
+    expect(run.id).toMatch(new RegExp(`^subagent-${spawn.name}:`));
+    expect(request.parent).toMatchObject({ agentId: 'parent', sessionId: 'parent-session', cwd, depth: 0 });
+    expect(request.depth).toBe(1);
+    await run.dispose();
+  });
+
+  it('§7.5 maxDepth 0 makes start throw SubagentDepthError', () => {
+    expect(() => startSpawn('too deep', { maxDepth: 0 })).toThrow(
+      expect.objectContaining({ code: 'DEPTH_EXCEEDED', attemptedDepth: 1, maxDepth: 0 }),
+    );
+  });
+
+  it('§7.5 an already-aborted signal, and a synchronous cancel right after start, settle aborted with output [] and never call the model', async () => {
+    const since = mark();
+    const controller = new AbortController();
+    controller.abort();
+    const preAborted = startSpawn('never', { signal: controller.signal });
+    const cancelled = startSpawn('never either');
+    cancelled.cancel();
+    expect(await preAborted.result).toEqual({ output: [], stopReason: 'aborted' });
+    expect(await cancelled.result).toEqual({ output: [], stopReason: 'aborted' });
+    expect(since()).toEqual([]);
+    await Promise.all([preAborted.dispose(), cancelled.dispose()]);
+  });
+
+  it('§7.5 aborting the request signal while the model call hangs settles aborted', async () => {
+    const since = mark();
+    fake.enqueue(hangReply());
+    const controller = new AbortController();
+    const run = startSpawn('hang', { signal: controller.signal });
+    await waitFor(() => since().length === 1);
+    controller.abort();
+    expect(await run.result).toEqual({ output: [], stopReason: 'aborted' });
+    expect(await since()[0]!.done).toBe('aborted');
+    await run.dispose();
+  });
+
+  it("§7.5 spawn and fork declare outputSchema, depthLimit and toolFilter (the seam's spawn has no toolFilter; these children filter their tools)", () => {
+    const all = { outputSchema: true, depthLimit: true, toolFilter: true };
+    expect([spawn.capabilities, fork.capabilities]).toEqual([all, all]);
+    expect([spawn.inheritsParentContext, fork.inheritsParentContext]).toEqual([false, true]);
+  });
+
+  it('§7.5 request.agentOptions.model is used over the configured model, and usage is reported in subagent/end', async () => {
     const since = mark();
     const ends: SubagentRunEndInfo[] = [];
     const off = service.on('subagent/end', (info) => ends.push(info));
@@ -171,7 +221,7 @@ describe('spawn', () => {
     await run.dispose();
   });
 
-  it('narrows the tools with toolFilter: allow keeps only the named ones, deny wins, and a filtered tool is refused', async () => {
+  it('§5.2 toolFilter narrows the tools: allow keeps only the named ones, deny wins, and a filtered tool is refused', async () => {
     const since = mark();
     fake.enqueue(textReply('allowed'));
     const allowed = startSpawn('x', { toolFilter: { allow: ['read_file', 'search_text'], deny: ['search_text'] } });
@@ -196,13 +246,13 @@ describe('spawn', () => {
     await Promise.all([allowed.dispose(), denied.dispose()]);
   });
 
-  it('refuses a toolFilter naming a tool the provider does not have with UNKNOWN_TOOL', () => {
+  it('§5.2 a toolFilter naming a tool the provider does not have is UNKNOWN_TOOL at start', () => {
     expect(() => startSpawn('x', { toolFilter: { allow: ['rm_rf'] } })).toThrow(
       expect.objectContaining({ code: 'UNKNOWN_TOOL', message: expect.stringContaining('"rm_rf"') }),
     );
   });
 
-  it('captures structured output through the real tool, listed last, with the instruction ending the system prompt', async () => {
+  it('§7.3 a spawn child is shown structured_output last with its schema, its system prompt ends with the instruction, and an invalid capture goes back to it', async () => {
     const since = mark();
     const schema = { type: 'object', properties: { answer: { type: 'integer' } }, required: ['answer'] };
     fake.enqueue(
@@ -233,14 +283,14 @@ describe('spawn', () => {
   it.each([
     ['refusal', refusalReply('I cannot help with that'), 'refusal'],
     ['max-tokens', textReply('cut', { finishReason: 'length' }), 'max-tokens'],
-  ])('maps a %s answer onto its stop reason', async (_case, reply, stopReason) => {
+  ])('§7.5 and §5.6 a %s answer maps onto its stop reason', async (_case, reply, stopReason) => {
     fake.enqueue(reply);
     const run = startSpawn('x');
     expect((await run.result).stopReason).toBe(stopReason);
     await run.dispose();
   });
 
-  it('aborts the HTTP call on cancel (the server sees the connection close) and settles aborted', async () => {
+  it('§7.5 run.cancel(reason) while running aborts the HTTP call (the server sees the connection close) and settles aborted', async () => {
     const since = mark();
     fake.enqueue(hangReply());
     const run = startSpawn('take forever');
@@ -251,7 +301,7 @@ describe('spawn', () => {
     await run.dispose();
   });
 
-  it('retries a 429 after its Retry-After, and ends a 400 with error without retrying', async () => {
+  it('§5.6 a model error is a stop reason, not a rejection: a 429 is retried after its Retry-After, a 400 ends error without a retry', async () => {
     const since = mark();
     fake.enqueue(errorReply(429, 'slow down', { headers: { 'retry-after': '1' } }), textReply('after the wait'));
     const started = Date.now();
@@ -313,7 +363,7 @@ describe('spawn', () => {
   });
 });
 
-describe('fork', () => {
+describe('§7.6 fork', () => {
   const message = (type: string, data: object): SubagentSessionEvent => ({ type, data });
   const events: SubagentSessionEvent[] = [
     message('user/message', { content: text('parent question one') }),
@@ -334,7 +384,7 @@ describe('fork', () => {
     message('assistant/message', { content: [{ type: 'tool-call', id: 'p2', name: 'subagent', arguments: '{}' }] }),
   ];
 
-  it('sees the parent conversation up to its last completed turn, never the turn in flight, and answers on its own', async () => {
+  it("§7.6 a seeded child sees the parent's completed turns, never the turn in flight, answers on its own, and its seedLength is the prefix", async () => {
     const since = mark();
     fake.enqueue(textReply('forked answer'));
     const run = service.start(fork.name, {
@@ -356,7 +406,7 @@ describe('fork', () => {
     await run.dispose();
   });
 
-  it('starts fresh when the parent has no completed turn, and spawn never receives the parent log', async () => {
+  it('§7.6 with an empty prefix the fork is unseeded; §7.5 spawn never receives the parent log', async () => {
     const since = mark();
     fake.enqueue(textReply('fresh'), textReply('spawned'));
     const unseeded = service.start(fork.name, {
@@ -372,6 +422,43 @@ describe('fork', () => {
     expect(messagesOf(0, since).slice(1)).toEqual([{ role: 'user', content: 'alone' }]);
     expect(messagesOf(1, since).slice(1)).toEqual([{ role: 'user', content: 'spawned alone' }]);
     await Promise.all([unseeded.dispose(), spawned.dispose()]);
+  });
+});
+
+describe('§7.6 and §7.7 fork beside spawn', () => {
+  const completedTurn: SubagentSessionEvent[] = [
+    { type: 'user/message', data: { content: text('what is the answer') } },
+    { type: 'assistant/message', data: { content: text('the parent answered 42') } },
+    { type: 'turn/end', data: { reason: { kind: 'completed' } } },
+  ];
+
+  it("§7.6 a child whose turn ends on a bare stop has output [] and completed, never the seeded parent's message", async () => {
+    fake.enqueue(textReply(''));
+    const run = service.start(fork.name, {
+      prompt: text('say nothing'),
+      parent: { ...parent, session: { ...parent.session, events: completedTurn } },
+    });
+    expect(await run.result).toEqual({ output: [], stopReason: 'completed' });
+    await run.dispose();
+  });
+
+  it("§7.7 one parent runs a spawn child, then a fork child: two runs with the parent as parent session, only the fork seeded, the parent's log untouched", async () => {
+    const events = structuredClone(completedTurn);
+    const agent = { ...parent, session: { ...parent.session, events } };
+    fake.enqueue(textReply('spawned'), textReply('forked'));
+    const spawned = service.start(spawn.name, { prompt: text('fresh task'), parent: agent });
+    expect(await spawned.result).toEqual({ output: text('spawned'), stopReason: 'completed' });
+    const forked = service.start(fork.name, { prompt: text('continue'), parent: agent });
+    expect(await forked.result).toEqual({ output: text('forked'), stopReason: 'completed' });
+    const contextOf = async (run: SubagentRun) =>
+      (await temporal.client.workflow.getHandle(run.id).query(runContextQuery)).request;
+    const [spawnRequest, forkRequest] = await Promise.all([contextOf(spawned), contextOf(forked)]);
+    expect(spawned.id).not.toBe(forked.id);
+    expect([spawnRequest.parent.sessionId, forkRequest.parent.sessionId]).toEqual(['parent-session', 'parent-session']);
+    expect(spawnRequest.seed).toBeUndefined();
+    expect(forkRequest.seed).toMatchObject({ events: 3 });
+    expect(events).toEqual(completedTurn);
+    await Promise.all([spawned.dispose(), forked.dispose()]);
   });
 });
 
