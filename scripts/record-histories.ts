@@ -1,15 +1,26 @@
 // Records the histories the replay test checks every workflow change against. Run it when a
-// workflow version ships (`npx tsx scripts/record-histories.ts`), never to paper over a replay
-// failure: a failing replay means the change needs `patched()`.
-import { writeFileSync } from 'node:fs';
+// workflow version ships (`npx tsx scripts/record-histories.ts v<N>`), never over the files of an
+// earlier version, and never to paper over a replay failure: a failing replay means the change
+// needs `patched()`. Since v2 the recordings also take the patched paths (a dispose before the
+// result, a provider that cannot be nudged, a cancel that wins over a dead worker's turn).
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { TemporalSubagentService } from '../src';
-import { createScriptedProvider, startDevServer, startFakeOpenAI, textReply, toolCallReply } from '../src/testing';
-import { connectTemporal, createSpawnProvider, createSubagentWorker } from '../src/worker';
+import {
+  createScriptedProvider,
+  spawnWorkerProcess,
+  startDevServer,
+  startFakeOpenAI,
+  textReply,
+  toolCallReply,
+} from '../src/testing';
+import { bundleSubagentWorkflows, connectTemporal, createSpawnProvider, createSubagentWorker } from '../src/worker';
 
-const VERSION = process.argv[2] ?? 'v1';
+const VERSION = process.argv[2];
+if (!VERSION) throw new Error('usage: npx tsx scripts/record-histories.ts v<N> (a version not recorded yet)');
 const text = (value: string) => [{ type: 'text' as const, text: value }];
 
 async function main(): Promise<void> {
@@ -17,11 +28,13 @@ async function main(): Promise<void> {
   const server = await startDevServer();
   const temporal = await connectTemporal({ env: { TEMPORAL_ADDRESS: server.address } });
   const provider = createScriptedProvider({ name: 'scripted' });
+  const oneShot = createScriptedProvider({ name: 'one-shot', steering: false, resumable: false });
   const fake = await startFakeOpenAI();
   const spawn = createSpawnProvider({ endpoint: { baseURL: fake.baseURL, model: 'fake-model' } });
-  const worker = await createSubagentWorker({ connection: temporal.connection, providers: [provider, spawn] });
+  const worker = await createSubagentWorker({ connection: temporal.connection, providers: [provider, oneShot, spawn] });
   const service = new TemporalSubagentService({ client: temporal.client });
   service.registerProvider(provider);
+  service.registerProvider(oneShot);
   service.registerProvider(spawn);
   await worker.runUntil(async () => {
     // A run touching every handler: steering, a failing-then-retried turn, resume, dispose.
@@ -74,6 +87,26 @@ async function main(): Promise<void> {
     await agent.result;
     await agent.dispose();
 
+    // A dispose before the result settled: the run ends error.
+    const disposed = service.start('scripted', {
+      prompt: text('dispose me'),
+      parent: { id: 'recorder' },
+      agentOptions: { script: [{ hang: true }] },
+    });
+    await untilPending(disposed.id);
+    await disposed.dispose();
+
+    // A provider without steering that finishes without its structured value: no nudge.
+    const unnudged = service.start('one-shot', {
+      prompt: text('prose only'),
+      parent: { id: 'recorder' },
+      outputSchema: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] },
+    });
+    await unnudged.result;
+    await unnudged.dispose();
+
+    const cancelled = await cancelWhileItsWorkerIsDead();
+
     const handle = temporal.client.workflow.getHandle(run.id);
     const firstRunId = (await handle.describe()).raw.workflowExecutionInfo?.firstRunId ?? undefined;
     const recordings = [
@@ -81,6 +114,9 @@ async function main(): Promise<void> {
       ['resumed', run.id, undefined],
       ['structured', structured.id, undefined],
       ['agent-loop', agent.id, undefined],
+      ['disposed', disposed.id, undefined],
+      ['unnudged', unnudged.id, undefined],
+      ['cancelled-dead-worker', cancelled, undefined],
     ] as const;
     for (const [label, workflowId, runId] of recordings) {
       const history = await temporal.client.workflow.getHandle(workflowId, runId).fetchHistory();
@@ -92,6 +128,51 @@ async function main(): Promise<void> {
   await temporal.close();
   await server.stop();
   await fake.close();
+
+  /** Resolves once the run's first activity is running. */
+  async function untilPending(workflowId: string): Promise<void> {
+    const handle = temporal.client.workflow.getHandle(workflowId);
+    while (!(await handle.describe().catch(() => undefined))?.raw.pendingActivities?.length) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  /**
+   * A run whose turn runs in a worker process that is killed; a worker here takes its workflow
+   * tasks; the run is cancelled before the dead turn's heartbeat times out, and settles aborted.
+   */
+  async function cancelWhileItsWorkerIsDead(): Promise<string> {
+    const dir = mkdtempSync(join(tmpdir(), 'record-dead-worker-'));
+    const bundlePath = join(dir, 'bundle.js');
+    writeFileSync(bundlePath, (await bundleSubagentWorkflows()).code);
+    const eventsFile = join(dir, 'events.jsonl');
+    writeFileSync(eventsFile, '');
+    const doomedProvider = createScriptedProvider({ name: 'doomed', runSettings: { heartbeatTimeout: '8 seconds' } });
+    service.registerProvider(doomedProvider);
+    const doomed = await spawnWorkerProcess({
+      TEMPORAL_TEST_ADDRESS: server.address,
+      TEMPORAL_TEST_BUNDLE: bundlePath,
+      PROVIDER_NAME: 'doomed',
+      EVENTS_FILE: eventsFile,
+    });
+    const run = service.start('doomed', {
+      prompt: text('hang'),
+      parent: { id: 'recorder' },
+      agentOptions: { script: [{ hang: true }] },
+    });
+    while (!existsSync(eventsFile) || !readFileSync(eventsFile, 'utf8').includes('turn-start')) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const survivor = await createSubagentWorker({ connection: temporal.connection, providers: [doomedProvider] });
+    await survivor.runUntil(async () => {
+      await doomed.kill('SIGKILL');
+      run.cancel('cancelled while its worker is dead');
+      const result = await run.result;
+      if (result.stopReason !== 'aborted') throw new Error(`the cancelled run settled ${result.stopReason}`);
+      await run.dispose();
+    });
+    return run.id;
+  }
 }
 
 main().catch((err) => {

@@ -141,7 +141,8 @@ it('kills an agent that ignores cancel, SIGTERM and EOF, so dispose returns with
   const run = agent.start();
   await eventually(() => agent.events().find((e) => e.event === 'hanging'));
   await run.dispose();
-  expect((await run.result).stopReason).toBe('aborted');
+  // A dispose before the result settled ends the turn disposed, which maps to error (seam §5.5).
+  expect(await run.result).toMatchObject({ stopReason: 'error', diagnostic: 'the run was disposed before it settled' });
   await noOrphans(agent.events);
 });
 

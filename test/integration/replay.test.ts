@@ -22,13 +22,13 @@ describe('replay', () => {
 
   const files = readdirSync(HISTORIES).filter((file) => file.startsWith('subagent-run-') && file.endsWith('.json'));
 
-  it('has recorded histories of the shipped workflow: a continue-as-new chain, a structured run, an agent loop', () => {
+  it('has recorded histories of each shipped workflow version: v1, and v2 with its patched paths', () => {
     expect(files).toEqual(
       expect.arrayContaining([
-        'subagent-run-v1-start.json',
-        'subagent-run-v1-resumed.json',
-        'subagent-run-v1-structured.json',
-        'subagent-run-v1-agent-loop.json',
+        ...['start', 'resumed', 'structured', 'agent-loop'].map((label) => `subagent-run-v1-${label}.json`),
+        ...['start', 'resumed', 'structured', 'agent-loop', 'disposed', 'unnudged', 'cancelled-dead-worker'].map(
+          (label) => `subagent-run-v2-${label}.json`,
+        ),
       ]),
     );
   });
