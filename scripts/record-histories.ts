@@ -3,7 +3,7 @@
 // earlier version, and never to paper over a replay failure: a failing replay means the change
 // needs `patched()`. Since v2 the recordings also take the patched paths (a dispose before the
 // result, a provider that cannot be nudged, a cancel that wins over a dead worker's turn).
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
@@ -18,6 +18,7 @@ import {
   toolCallReply,
 } from '../src/testing';
 import { bundleSubagentWorkflows, connectTemporal, createSpawnProvider, createSubagentWorker } from '../src/worker';
+import { statusQuery } from '../workflows/definitions';
 
 const VERSION = process.argv[2];
 if (!VERSION) throw new Error('usage: npx tsx scripts/record-histories.ts v<N> (a version not recorded yet)');
@@ -138,8 +139,9 @@ async function main(): Promise<void> {
   }
 
   /**
-   * A run whose turn runs in a worker process that is killed; a worker here takes its workflow
-   * tasks; the run is cancelled before the dead turn's heartbeat times out, and settles aborted.
+   * A run whose turn, waiting on a nested run, runs in a worker process that is killed; a worker
+   * here takes the workflow tasks; the run is cancelled before the dead turn's heartbeat times
+   * out, cancels its nested run at once, and settles aborted.
    */
   async function cancelWhileItsWorkerIsDead(): Promise<string> {
     const dir = mkdtempSync(join(tmpdir(), 'record-dead-worker-'));
@@ -147,7 +149,7 @@ async function main(): Promise<void> {
     writeFileSync(bundlePath, (await bundleSubagentWorkflows()).code);
     const eventsFile = join(dir, 'events.jsonl');
     writeFileSync(eventsFile, '');
-    const doomedProvider = createScriptedProvider({ name: 'doomed', runSettings: { heartbeatTimeout: '8 seconds' } });
+    const doomedProvider = createScriptedProvider({ name: 'doomed', runSettings: { heartbeatTimeout: '15 seconds' } });
     service.registerProvider(doomedProvider);
     const doomed = await spawnWorkerProcess({
       TEMPORAL_TEST_ADDRESS: server.address,
@@ -156,11 +158,16 @@ async function main(): Promise<void> {
       EVENTS_FILE: eventsFile,
     });
     const run = service.start('doomed', {
-      prompt: text('hang'),
+      prompt: text('delegate, then wait'),
       parent: { id: 'recorder' },
-      agentOptions: { script: [{ hang: true }] },
+      agentOptions: { script: [{ delegate: { provider: 'doomed', prompt: 'hang', script: [{ hang: true }] } }] },
     });
-    while (!existsSync(eventsFile) || !readFileSync(eventsFile, 'utf8').includes('turn-start')) {
+    // Both turns run in the doomed worker, and the run has no workflow task left in flight there.
+    const handle = temporal.client.workflow.getHandle(run.id);
+    for (;;) {
+      const turns = readFileSync(eventsFile, 'utf8').split('"turn-start"').length - 1;
+      const settled = turns === 2 && !(await handle.describe()).raw.pendingWorkflowTask;
+      if (settled && (await handle.query(statusQuery)).children.length === 1) break;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     const survivor = await createSubagentWorker({ connection: temporal.connection, providers: [doomedProvider] });

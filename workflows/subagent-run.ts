@@ -49,6 +49,8 @@ import { RunState, turnRunner } from './turns';
 const DISPOSE_SETTLES_ERROR_PATCH = 'dispose-settles-error';
 /** Message ids remembered against retried signals: a retry comes within a reconnect window, not 1,000 messages later. */
 const REMEMBERED_MESSAGE_IDS = 1000;
+/** Patch: a cancelled or disposed run cancels its nested runs at once, not once its turn stopped. */
+const CASCADE_AT_ONCE_PATCH = 'cancel-nested-runs-at-once';
 /** Patch: a provider that takes no messages is not nudged (a nudge is a message to the child). */
 const NUDGE_NEEDS_STEERING_PATCH = 'nudge-needs-steering';
 
@@ -69,6 +71,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   let droppedMessages = carried?.droppedMessages ?? 0;
   const messageIds = new Set(carried?.messageIds ?? []);
   const children = new Set(carried?.children ?? []);
+  const cancelledChildren = new Set<string>();
   let phase: SubagentRunStatus['phase'] = 'running';
   let outcome: SegmentOutcome | undefined;
   let resumeRequest: ResumeArgs | undefined;
@@ -156,6 +159,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     if (target !== segment || continuing) return { disposed: false };
     disposeRequested = true;
     segmentScope.cancel();
+    cascadeAtOnce();
     await CancellationScope.nonCancellable(() => condition(() => outcome !== undefined));
     return { disposed: true };
   });
@@ -278,6 +282,16 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     };
   }
 
+  // A cancelled run's nested runs are cancelled as the cancel arrives, not once its turn stopped:
+  // a turn whose worker died stops only at its heartbeat timeout.
+  CancellationScope.current().cancelRequested.catch(() => cascadeAtOnce());
+
+  /** Cancels the nested runs now (histories from before the patch: only once the run closes). */
+  function cascadeAtOnce(): void {
+    const uncancelled = [...children].some((child) => !cancelledChildren.has(child));
+    if (uncancelled && patched(CASCADE_AT_ONCE_PATCH)) void CancellationScope.nonCancellable(cancelChildren);
+  }
+
   // A nested run tells its parent it exists, so cancelling the parent reaches it. Not awaited:
   // the first turn need not wait for it. Best effort: the parent's turn also cancels it through
   // the delegation's signal, and a parent that has closed has nothing to cancel.
@@ -350,10 +364,12 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   });
   return { ...outcome, closedBy, undeliveredMessages: state.pending.length };
 
-  /** Cancels every nested run this run started; each cancels its own in turn. */
+  /** Cancels every nested run this run started and has not cancelled yet; each cancels its own in turn. */
   async function cancelChildren(): Promise<void> {
+    const uncancelled = [...children].filter((child) => !cancelledChildren.has(child));
+    for (const child of uncancelled) cancelledChildren.add(child);
     await Promise.all(
-      [...children].map(async (child) => {
+      uncancelled.map(async (child) => {
         try {
           await getExternalWorkflowHandle(child).cancel();
         } catch {

@@ -14,7 +14,7 @@ import {
   spawnWorkerProcess,
 } from '../../src/testing';
 import { type SubagentRunOutcome, statusQuery } from '../../workflows/definitions';
-import { eventually, startWorker, testRuns, text, uniqueName } from '../helpers/temporal';
+import { eventually, startWorker, testRuns, text, turnGates, uniqueName } from '../helpers/temporal';
 
 const turnEvents: ScriptedTurnEvent[] = [];
 const scripted = createScriptedProvider({ name: uniqueName('cancel'), observer: (event) => turnEvents.push(event) });
@@ -142,10 +142,13 @@ describe('§5.5 dispose', () => {
   });
 
   it('§5.5 dispose of an earlier segment leaves the resumed segment running', async () => {
-    const first = start([{ reply: 'a' }, { delayMs: 400, reply: 'b' }]);
+    const gates = turnGates();
+    const first = start([{ reply: 'a' }, { waitFor: gates.waitFor, reply: 'b' }]);
     await first.result;
     const second = first.resume!(text('more'));
+    await turnStarted(second, 1);
     await first.dispose();
+    gates.open(second.id, 1); // the resumed segment is still in its turn when the first handle is disposed
     expect(await second.result).toEqual({ output: text('b'), stopReason: 'completed' });
     await second.dispose();
   });
@@ -163,8 +166,9 @@ describe('§5.5 when the worker running the turn is dead', () => {
     const provider = createScriptedProvider({
       name,
       observer: (event) => turnEvents.push(event),
-      // Long enough that the cancel reaches the dead turn before its heartbeat times out.
-      runSettings: { heartbeatTimeout: '8 seconds', retry: { initialInterval: '100 ms' } },
+      // Longer than a workflow task stuck on the dead worker takes to time out (10 s), so the
+      // cancel reaches the dead turn before its heartbeat does.
+      runSettings: { heartbeatTimeout: '15 seconds', retry: { initialInterval: '100 ms' } },
     });
     runs.service.registerProvider(provider);
     const logged = () =>
@@ -187,9 +191,15 @@ describe('§5.5 when the worker running the turn is dead', () => {
     const child = await eventually(() =>
       logged().find((event) => event.runId !== run.id && event.kind === 'turn-start'),
     );
-    await doomed.kill('SIGKILL');
-    // A live worker takes the run's workflow tasks from here; the turns' activities died with the process.
+    // The run has recorded its nested run, and no workflow task of it is in flight on the doomed
+    // worker: one would wait out its 10 s timeout before the cancel could be handled.
+    await eventually(async () => {
+      const known = (await handleOf(run).query(statusQuery)).children.length === 1;
+      return known && !(await handleOf(run).describe()).raw.pendingWorkflowTask ? true : undefined;
+    });
+    // A live worker takes the run's workflow tasks once the doomed one dies with both turns.
     const stopSurvivor = await startWorker(runs.temporal, [provider], { heartbeatIntervalMs: 200 });
+    await doomed.kill('SIGKILL');
     try {
       run.cancel('cancelled while its worker is dead');
       expect(await run.result).toEqual({ output: [], stopReason: 'aborted' });

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createScriptedProvider, ReadyProcess, ScriptedTurnEvent, spawnWorkerProcess } from '../../src/testing';
 import { createVirtualHosts, relay, VirtualHosts } from '../helpers/hosts';
-import { eventually, newService, startTestServer, TestServer, text, uniqueName } from '../helpers/temporal';
+import { eventually, newService, startTestServer, TestServer, text, turnGates, uniqueName } from '../helpers/temporal';
 
 type HostEvent = ScriptedTurnEvent & { host: string; pid: number };
 
@@ -70,34 +70,29 @@ it('runs each provider on its own pool of hosts and moves a killed host’s runs
     expect(namespaces.size).toBe(3);
     expect(namespaces.has(namespaceOf('self'))).toBe(false);
   }
-  const script = [
-    { delayMs: 2500, reply: 'first {input}' },
-    { delayMs: 500, reply: 'second {input}' },
-  ];
+  // Every first turn waits at its gate, so the kill below lands on turns in progress.
+  const gates = turnGates();
+  const script = [{ waitFor: gates.waitFor, reply: 'first {input}' }, { reply: 'second {input}' }];
   const start = (provider: string, i: number) =>
     service.start(provider, { prompt: text(`${provider} ${i}`), parent: { id: 'p' }, agentOptions: { script } });
   const alphaRuns = Array.from({ length: 6 }, (_, i) => start(alpha, i));
   const betaRuns = Array.from({ length: 3 }, (_, i) => start(beta, i));
-  for (const run of [...alphaRuns, ...betaRuns]) run.sendMessage!(text('then this'));
+  const allRuns = [...alphaRuns, ...betaRuns];
+  for (const run of allRuns) run.sendMessage!(text('then this'));
+  const firstTurns = () => events().filter((e) => e.kind === 'turn-start' && e.turn === 0);
+  await eventually(
+    () => (new Set(firstTurns().map((e) => e.runId)).size === allRuns.length ? true : undefined),
+    20_000,
+  );
 
-  // The victim: an alpha host with a turn in progress.
-  const victim = await eventually(() => {
-    const log = events();
-    const busy = log.find(
-      (e) =>
-        e.kind === 'turn-start' &&
-        e.host !== 'host-3' &&
-        !log.some(
-          (end) => end.kind === 'turn-end' && end.runId === e.runId && end.attempt === e.attempt && end.turn === e.turn,
-        ),
-    );
-    return busy?.host;
-  }, 20_000);
+  // The victim: an alpha host with first turns in progress.
+  const victim = firstTurns().find((e) => e.host !== 'host-3')!.host;
   const victimWorker = workers.find((worker) => worker.host === victim)!;
   await victimWorker.kill('SIGKILL');
   const survivor = victim === 'host-1' ? 'host-2' : 'host-1';
+  for (const run of allRuns) gates.open(run.id, 0);
 
-  const results = await Promise.all([...alphaRuns, ...betaRuns].map((run) => run.result));
+  const results = await Promise.all(allRuns.map((run) => run.result));
   expect(results.every((result) => result.stopReason === 'completed')).toBe(true);
 
   const log = events();
