@@ -2,7 +2,8 @@
 // workflow version ships (`npx tsx scripts/record-histories.ts v<N>`), never over the files of an
 // earlier version, and never to paper over a replay failure: a failing replay means the change
 // needs `patched()`. Since v2 the recordings also take the patched paths (a dispose before the
-// result, a provider that cannot be nudged, a cancel that wins over a dead worker's turn).
+// result, a provider that cannot be nudged, a cancel that wins over a dead worker's turn); v3
+// (`v3 cancelled-dead-worker`) adds a cancel that reaches the nested runs at once.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,8 +21,10 @@ import {
 import { bundleSubagentWorkflows, connectTemporal, createSpawnProvider, createSubagentWorker } from '../src/worker';
 import { statusQuery } from '../workflows/definitions';
 
-const VERSION = process.argv[2];
-if (!VERSION) throw new Error('usage: npx tsx scripts/record-histories.ts v<N> (a version not recorded yet)');
+const [VERSION, ...ONLY] = process.argv.slice(2);
+if (!VERSION) {
+  throw new Error('usage: npx tsx scripts/record-histories.ts v<N> [label...] (a version not recorded yet)');
+}
 const text = (value: string) => [{ type: 'text' as const, text: value }];
 
 async function main(): Promise<void> {
@@ -119,7 +122,8 @@ async function main(): Promise<void> {
       ['unnudged', unnudged.id, undefined],
       ['cancelled-dead-worker', cancelled, undefined],
     ] as const;
-    for (const [label, workflowId, runId] of recordings) {
+    // A version that changes one path records only the labels given after it.
+    for (const [label, workflowId, runId] of recordings.filter(([label]) => !ONLY.length || ONLY.includes(label))) {
       const history = await temporal.client.workflow.getHandle(workflowId, runId).fetchHistory();
       const file = join(__dirname, '..', 'test', 'histories', `subagent-run-${VERSION}-${label}.json`);
       writeFileSync(file, historyToJSON(history) + '\n');

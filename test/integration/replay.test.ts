@@ -22,13 +22,14 @@ describe('replay', () => {
 
   const files = readdirSync(HISTORIES).filter((file) => file.startsWith('subagent-run-') && file.endsWith('.json'));
 
-  it('has recorded histories of each shipped workflow version: v1, and v2 with its patched paths', () => {
+  it('has recorded histories of each shipped workflow version: v1, v2 with its patched paths, v3', () => {
     expect(files).toEqual(
       expect.arrayContaining([
         ...['start', 'resumed', 'structured', 'agent-loop'].map((label) => `subagent-run-v1-${label}.json`),
         ...['start', 'resumed', 'structured', 'agent-loop', 'disposed', 'unnudged', 'cancelled-dead-worker'].map(
           (label) => `subagent-run-v2-${label}.json`,
         ),
+        'subagent-run-v3-cancelled-dead-worker.json',
       ]),
     );
   });
