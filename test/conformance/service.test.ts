@@ -11,28 +11,11 @@ import {
   TemporalSubagentService,
 } from '../../src';
 import { createScriptedProvider } from '../../src/testing';
-import {
-  connectTestTemporal,
-  newService,
-  recordingLogger,
-  startWorker,
-  TestTemporal,
-  text,
-  uniqueName,
-} from '../helpers/temporal';
+import { newService, recordingLogger, testRuns, text, uniqueName } from '../helpers/temporal';
 
-let temporal: TestTemporal;
-let stopWorker: () => Promise<void>;
 const scripted = createScriptedProvider({ name: uniqueName('svc') });
 
-beforeAll(async () => {
-  temporal = await connectTestTemporal();
-  stopWorker = await startWorker(temporal, [scripted]);
-});
-afterAll(async () => {
-  await stopWorker?.();
-  await temporal?.close();
-});
+const runs = testRuns([scripted]);
 
 const descriptor = (name: string, capabilities: Partial<SubagentProviderDescriptor['capabilities']> = {}) => ({
   name,
@@ -44,7 +27,7 @@ const request = { prompt: text('hi'), parent };
 
 describe('§7.1 registration', () => {
   it('§7.1 several providers coexist: list keeps insertion order and getProvider returns the registered object', () => {
-    const service = newService(temporal);
+    const service = newService(runs.temporal);
     const a = descriptor('a');
     const b = descriptor('b');
     service.registerProvider(a);
@@ -55,7 +38,7 @@ describe('§7.1 registration', () => {
   });
 
   it('§7.1 registering then starting by name: list and getProvider return the registered object, and the result resolves completed', async () => {
-    const service = newService(temporal);
+    const service = newService(runs.temporal);
     service.registerProvider(scripted);
     expect(service.list()).toEqual([scripted.name]);
     expect(service.getProvider(scripted.name)).toBe(scripted);
@@ -65,7 +48,7 @@ describe('§7.1 registration', () => {
   });
 
   it('§7.1 a duplicate name throws DUPLICATE_PROVIDER and keeps the first', () => {
-    const service = newService(temporal);
+    const service = newService(runs.temporal);
     const first = descriptor('dup');
     service.registerProvider(first);
     expect(() => service.registerProvider(descriptor('dup'))).toThrow(
@@ -78,7 +61,7 @@ describe('§7.1 registration', () => {
   });
 
   it('§7.1 registering emits provider-added, its disposer emits provider-removed, and the name can be registered again', () => {
-    const service = newService(temporal);
+    const service = newService(runs.temporal);
     const seen: string[] = [];
     service.on('subagent/provider-added', (p) => seen.push(`added ${p.name}`));
     service.on('subagent/provider-removed', (name) => seen.push(`removed ${name}`));
@@ -92,7 +75,7 @@ describe('§7.1 registration', () => {
   });
 
   it('§7.1 a throwing provider-added listener propagates and rolls the registration back; registering again works once it is fixed', () => {
-    const service = newService(temporal);
+    const service = newService(runs.temporal);
     const removed: string[] = [];
     service.on('subagent/provider-removed', (name) => removed.push(name));
     const off = service.on('subagent/provider-added', () => {
@@ -108,7 +91,7 @@ describe('§7.1 registration', () => {
 
   it('§7.1 a throwing provider-removed listener: later listeners run, the disposer does not throw, the provider is gone, a warning is logged', () => {
     const logger = recordingLogger();
-    const service = newService(temporal, { logger });
+    const service = newService(runs.temporal, { logger });
     const later: string[] = [];
     service.on('subagent/provider-removed', () => {
       throw new Error('bad listener');
@@ -124,7 +107,7 @@ describe('§7.1 registration', () => {
   });
 
   it('rejects run settings that cannot work with INVALID_CONFIG at registration', () => {
-    const service = newService(temporal);
+    const service = newService(runs.temporal);
     expect(() => service.registerProvider({ ...descriptor('bad'), runSettings: { heartbeatTimeout: -5 } })).toThrow(
       expect.objectContaining({ code: 'INVALID_CONFIG' }),
     );
@@ -134,7 +117,7 @@ describe('§7.1 registration', () => {
 
 describe('§7.1 start checks', () => {
   it('§7.1 an unknown name throws NO_PROVIDER, listing the providers that exist', () => {
-    const service = newService(temporal);
+    const service = newService(runs.temporal);
     service.registerProvider(descriptor('spawn'));
     service.registerProvider(descriptor('fork'));
     expect(() => service.start('acp', request)).toThrow(
@@ -152,7 +135,7 @@ describe('§7.1 start checks', () => {
   ])(
     '§7.1 a request needing %s throws UNSUPPORTED_CAPABILITY from a provider without it, before any run exists',
     (capability, extra) => {
-      const service = newService(temporal);
+      const service = newService(runs.temporal);
       const starts: SubagentRunInfo[] = [];
       service.on('subagent/start', (info) => starts.push(info));
       service.registerProvider(descriptor('bare'));
@@ -167,7 +150,7 @@ describe('§7.1 start checks', () => {
   );
 
   it('§7.1 a provider with every capability accepts outputSchema together with maxDepth', async () => {
-    const service = newService(temporal);
+    const service = newService(runs.temporal);
     service.registerProvider(scripted);
     const run = service.start(scripted.name, {
       ...request,
@@ -180,7 +163,7 @@ describe('§7.1 start checks', () => {
   });
 
   it('§2.2 capabilities are checked in the order outputSchema, depthLimit, toolFilter', () => {
-    const service = newService(temporal);
+    const service = newService(runs.temporal);
     service.registerProvider(descriptor('none'));
     service.registerProvider(descriptor('schema', { outputSchema: true }));
     service.registerProvider(descriptor('schema-depth', { outputSchema: true, depthLimit: true }));
@@ -200,7 +183,7 @@ describe('§7.1 start checks', () => {
   });
 
   it('§2.2 a capability field set to undefined counts as absent', async () => {
-    const service = newService(temporal);
+    const service = newService(runs.temporal);
     service.registerProvider({
       ...scripted,
       capabilities: { outputSchema: false, depthLimit: false, toolFilter: false },
@@ -218,7 +201,7 @@ describe('§7.1 start checks', () => {
 
 describe('§7.1 events', () => {
   it('§7.1 subagent/start fires synchronously; subagent/end after settlement carries lastAssistantMessage, a clone a listener cannot use to change the output', async () => {
-    const service = newService(temporal);
+    const service = newService(runs.temporal);
     service.registerProvider(scripted);
     const events: (SubagentRunInfo | SubagentRunEndInfo)[] = [];
     service.on('subagent/start', (info) => events.push(info));
@@ -245,7 +228,7 @@ describe('§7.1 events', () => {
 
   it('§7.1 throwing subagent/start and subagent/end listeners: later listeners run, start returns the run, the result resolves', async () => {
     const logger = recordingLogger();
-    const service = newService(temporal, { logger });
+    const service = newService(runs.temporal, { logger });
     service.registerProvider(scripted);
     const later: string[] = [];
     service.on('subagent/start', () => {
@@ -301,7 +284,7 @@ describe('§7.1 errors', () => {
 
 it('§2.2 a start that throws sends nothing: no workflow start goes out, while a valid start sends one', async () => {
   // The real client, its workflow starts recorded on their way to the server.
-  const client = new Client({ connection: temporal.connection });
+  const client = new Client({ connection: runs.temporal.connection });
   const sent: string[] = [];
   const start = client.workflow.start.bind(client.workflow);
   client.workflow.start = ((...args: Parameters<typeof start>) => {

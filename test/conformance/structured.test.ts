@@ -5,18 +5,8 @@ import { OutputSchemaError, StructuredOutputSchema, type SubagentProvider, type 
 import { createScriptedProvider, ScriptedTurn, ScriptedTurnEvent } from '../../src/testing';
 import { createStructuredOutputRuntime, hostSeamProvider, STRUCTURED_OUTPUT_INSTRUCTION } from '../../src/worker';
 import { STRUCTURED_OUTPUT_NUDGE } from '../../workflows/definitions';
-import {
-  connectTestTemporal,
-  eventually,
-  newService,
-  startWorker,
-  TestTemporal,
-  text,
-  uniqueName,
-} from '../helpers/temporal';
+import { eventually, newService, testRuns, text, uniqueName } from '../helpers/temporal';
 
-let temporal: TestTemporal;
-let stopWorker: () => Promise<void>;
 const events: ScriptedTurnEvent[] = [];
 let onEvent: (event: ScriptedTurnEvent) => unknown = () => undefined;
 const observer = (event: ScriptedTurnEvent) => {
@@ -60,19 +50,9 @@ const innerProse: SubagentProvider = {
     };
   },
 };
-let service: ReturnType<typeof newService>;
 
-beforeAll(async () => {
-  temporal = await connectTestTemporal();
-  const hosted = [hostSeamProvider(innerStructured), hostSeamProvider(innerProse)];
-  stopWorker = await startWorker(temporal, [scripted, noNudge, ...hosted], { heartbeatIntervalMs: 200 });
-  service = newService(temporal);
-  for (const provider of [scripted, noNudge, ...hosted]) service.registerProvider(provider);
-});
-afterAll(async () => {
-  await stopWorker?.();
-  await temporal?.close();
-});
+const hosted = [hostSeamProvider(innerStructured), hostSeamProvider(innerProse)];
+const runs = testRuns([scripted, noNudge, ...hosted], { worker: { heartbeatIntervalMs: 200 } });
 afterEach(() => {
   onEvent = () => undefined;
 });
@@ -85,7 +65,7 @@ const schema: StructuredOutputSchema = {
 };
 const capture = (args: unknown) => ({ name: 'structured_output', arguments: args });
 const startStructured = (script: ScriptedTurn[], provider = scripted.name, outputSchema: object = schema) =>
-  service.start(provider, {
+  runs.service.start(provider, {
     prompt: text('answer me'),
     parent: { id: 'parent' },
     outputSchema: outputSchema as Record<string, unknown>,
@@ -158,7 +138,7 @@ describe('§7.3 capture', () => {
   });
 
   it('§7.3 a child without a structured run is shown no structured_output, and calling it gives isError; its result has no structured key', async () => {
-    const run = service.start(scripted.name, {
+    const run = runs.service.start(scripted.name, {
       prompt: text('plain'),
       parent: { id: 'parent' },
       agentOptions: { script: [{ reply: 'plain answer', calls: [capture({ answer: 'x' })] }] as never },
@@ -217,7 +197,9 @@ describe('§7.3 the nudge loop', () => {
   it('§7.3 a cancel at a clean turn end without a capture: aborted, one turn', async () => {
     let runId = '';
     onEvent = async (event) => {
-      if (event.kind === 'turn-end' && event.runId === runId) await temporal.client.workflow.getHandle(runId).cancel();
+      if (event.kind === 'turn-end' && event.runId === runId) {
+        await runs.temporal.client.workflow.getHandle(runId).cancel();
+      }
     };
     const run = startStructured([{ reply: 'prose' }, { calls: [capture({ answer: 'too late' })] }]);
     runId = run.id;
@@ -282,7 +264,7 @@ describe('§7.3 schemas', () => {
   });
 
   it('§2.2 the capability is checked before the schema: UNSUPPORTED_CAPABILITY for a provider without outputSchema', () => {
-    const bare = newService(temporal);
+    const bare = newService(runs.temporal);
     bare.registerProvider({ ...scripted, capabilities: { ...scripted.capabilities, outputSchema: false } });
     expect(() =>
       bare.start(scripted.name, { prompt: text('x'), parent: { id: 'p' }, outputSchema: { type: 'weird' } }),
@@ -292,7 +274,7 @@ describe('§7.3 schemas', () => {
 
 describe('a hosted seam provider that captures itself', () => {
   it('§4.6 a hosted in-process provider that finishes without a value is not nudged: it cannot take a message, so it settles error after one start', async () => {
-    const run = service.start(innerProse.name, {
+    const run = runs.service.start(innerProse.name, {
       prompt: text('answer once'),
       parent: { id: 'p' },
       outputSchema: schema as never,
@@ -307,7 +289,7 @@ describe('a hosted seam provider that captures itself', () => {
   });
 
   it('passes a valid structured value through', async () => {
-    const run = service.start(innerStructured.name, {
+    const run = runs.service.start(innerStructured.name, {
       prompt: text('{"answer":"inner"}'),
       parent: { id: 'p' },
       outputSchema: schema as never,
@@ -317,7 +299,7 @@ describe('a hosted seam provider that captures itself', () => {
   });
 
   it('§4.7 an invalid structured value from an in-process provider settles error with the violations', async () => {
-    const run = service.start(innerStructured.name, {
+    const run = runs.service.start(innerStructured.name, {
       prompt: text('{"answer":1}'),
       parent: { id: 'p' },
       outputSchema: schema as never,
@@ -359,7 +341,7 @@ it('replays a run whose history holds a capture to the same result', async () =>
   const run = startStructured([{ calls: [capture({ answer: 'recorded' })] }]);
   await run.result;
   await run.dispose();
-  const handle = temporal.client.workflow.getHandle(run.id);
+  const handle = runs.temporal.client.workflow.getHandle(run.id);
   const outcome = await eventually(async () =>
     (await handle.describe()).status.name === 'COMPLETED' ? handle.result() : undefined,
   );

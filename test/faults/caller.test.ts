@@ -2,29 +2,11 @@
 // gets every result; the runs never depended on the process that started them.
 import { createScriptedProvider, spawnReadyProcess } from '../../src/testing';
 import { statusQuery } from '../../workflows/definitions';
-import {
-  connectTestTemporal,
-  fixture,
-  newService,
-  startWorker,
-  TestTemporal,
-  text,
-  turnGates,
-  uniqueName,
-} from '../helpers/temporal';
+import { fixture, newService, testRuns, text, turnGates, uniqueName } from '../helpers/temporal';
 
-let temporal: TestTemporal;
-let stopWorker: () => Promise<void>;
 const scripted = createScriptedProvider({ name: uniqueName('caller-faults') });
 
-beforeAll(async () => {
-  temporal = await connectTestTemporal();
-  stopWorker = await startWorker(temporal, [scripted]);
-});
-afterAll(async () => {
-  await stopWorker?.();
-  await temporal?.close();
-});
+const runs = testRuns([scripted]);
 
 it('gives every result to a new caller that attaches after the first one was SIGKILLed', async () => {
   const gates = turnGates();
@@ -40,12 +22,12 @@ it('gives every result to a new caller that attaches after the first one was SIG
   await caller.kill('SIGKILL');
   // The caller died while every run was still working: each turn is held at its gate.
   const phases = await Promise.all(
-    ids.map(async (id) => (await temporal.client.workflow.getHandle(id).query(statusQuery)).phase),
+    ids.map(async (id) => (await runs.temporal.client.workflow.getHandle(id).query(statusQuery)).phase),
   );
   expect(phases).toEqual(ids.map(() => 'running'));
   for (const id of ids) gates.open(id, 0);
 
-  const service = newService(temporal);
+  const service = newService(runs.temporal);
   service.registerProvider(scripted);
   const results = await Promise.all(ids.map((id) => service.attach(id).result));
   expect(results).toEqual(ids.map((_, i) => ({ output: text(`finished task ${i}`), stopReason: 'completed' })));

@@ -3,31 +3,11 @@
 import { SubagentError, type SubagentStartRequest } from '../../src';
 import { createScriptedProvider } from '../../src/testing';
 import { statusQuery } from '../../workflows/definitions';
-import {
-  connectTestTemporal,
-  eventually,
-  newService,
-  startWorker,
-  TestTemporal,
-  text,
-  uniqueName,
-} from '../helpers/temporal';
+import { eventually, newService, testRuns, text, uniqueName } from '../helpers/temporal';
 
-let temporal: TestTemporal;
-let stopWorker: () => Promise<void>;
 const scripted = createScriptedProvider({ name: uniqueName('bad-input') });
-let service: ReturnType<typeof newService>;
 
-beforeAll(async () => {
-  temporal = await connectTestTemporal('isolated');
-  stopWorker = await startWorker(temporal, [scripted]);
-  service = newService(temporal);
-  service.registerProvider(scripted);
-});
-afterAll(async () => {
-  await stopWorker?.();
-  await temporal?.close();
-});
+const runs = testRuns([scripted], { namespace: 'isolated' });
 
 const parent = { id: 'parent' };
 const valid: SubagentStartRequest = { prompt: text('hello'), parent };
@@ -149,7 +129,7 @@ describe('start with bad input', () => {
   it.each(cases)('throws a typed error synchronously when %s', (_case, request, code, message) => {
     let thrown: unknown;
     try {
-      service.start(scripted.name, request as SubagentStartRequest);
+      runs.service.start(scripted.name, request as SubagentStartRequest);
     } catch (err) {
       thrown = err;
     }
@@ -159,14 +139,16 @@ describe('start with bad input', () => {
   });
 
   it('throws NO_PROVIDER for an unknown provider', () => {
-    expect(() => service.start('no-such-provider', valid)).toThrow(expect.objectContaining({ code: 'NO_PROVIDER' }));
+    expect(() => runs.service.start('no-such-provider', valid)).toThrow(
+      expect.objectContaining({ code: 'NO_PROVIDER' }),
+    );
   });
 
   it('left no workflow behind: the only run in the namespace is the one valid start', async () => {
-    const run = service.start(scripted.name, valid);
+    const run = runs.service.start(scripted.name, valid);
     await run.result;
     const count = await eventually(async () => {
-      const n = await temporal.client.workflow.count();
+      const n = await runs.temporal.client.workflow.count();
       return n.count >= 1 ? n.count : undefined;
     });
     expect(count).toBe(1);
@@ -176,7 +158,7 @@ describe('start with bad input', () => {
 
 describe('messages and resumes with bad input', () => {
   it('refuse malformed or oversized content with a typed error and send nothing', async () => {
-    const run = service.start(scripted.name, {
+    const run = runs.service.start(scripted.name, {
       ...valid,
       agentOptions: { script: [{ delayMs: 300, reply: '{input}' }] },
     });
@@ -197,7 +179,7 @@ describe('messages and resumes with bad input', () => {
 });
 
 it('refuses a resume whose conversation outgrew the payload limit with PAYLOAD_TOO_LARGE, and the run stays parked', async () => {
-  const small = newService(temporal, { maxPayloadBytes: 20_000 });
+  const small = newService(runs.temporal, { maxPayloadBytes: 20_000 });
   small.registerProvider(scripted);
   const run = small.start(scripted.name, {
     ...valid,
@@ -209,7 +191,7 @@ it('refuses a resume whose conversation outgrew the payload limit with PAYLOAD_T
   expect((await run.result).stopReason).toBe('completed');
   const tooBig = run.resume!(text('more'));
   await expect(tooBig.result).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
-  const status = await temporal.client.workflow.getHandle(run.id).query(statusQuery);
+  const status = await runs.temporal.client.workflow.getHandle(run.id).query(statusQuery);
   expect(status.phase).toBe('parked');
   await run.dispose();
 });

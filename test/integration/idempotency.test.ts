@@ -1,31 +1,11 @@
 // Idempotent start: a caller key makes starting twice return the same run and never create two
 // workflows, from any process and after the run closed; the same key for another request is typed.
 import { createScriptedProvider } from '../../src/testing';
-import {
-  connectTestTemporal,
-  eventually,
-  newService,
-  startWorker,
-  TestTemporal,
-  text,
-  uniqueName,
-} from '../helpers/temporal';
+import { eventually, newService, testRuns, text, uniqueName } from '../helpers/temporal';
 
-let temporal: TestTemporal;
-let stopWorker: () => Promise<void>;
 const scripted = createScriptedProvider({ name: uniqueName('idem'), resumable: false });
-let service: ReturnType<typeof newService>;
 
-beforeAll(async () => {
-  temporal = await connectTestTemporal();
-  stopWorker = await startWorker(temporal, [scripted]);
-  service = newService(temporal);
-  service.registerProvider(scripted);
-});
-afterAll(async () => {
-  await stopWorker?.();
-  await temporal?.close();
-});
+const runs = testRuns([scripted]);
 
 const request = (key: string, prompt = 'same task') => ({
   prompt: text(prompt),
@@ -34,12 +14,12 @@ const request = (key: string, prompt = 'same task') => ({
   agentOptions: { script: [{ delayMs: 300, reply: 'done: {input}' }] },
 });
 const workflowsWithId = async (runId: string) =>
-  (await temporal.client.workflow.count(`WorkflowId = '${runId}'`)).count;
+  (await runs.temporal.client.workflow.count(`WorkflowId = '${runId}'`)).count;
 
 it('returns the same run for the same key, from another caller too, with one workflow', async () => {
   const key = uniqueName('key');
-  const first = service.start(scripted.name, request(key));
-  const other = newService(temporal);
+  const first = runs.service.start(scripted.name, request(key));
+  const other = newService(runs.temporal);
   other.registerProvider(scripted);
   const second = other.start(scripted.name, request(key));
   expect(second.id).toBe(first.id);
@@ -51,19 +31,19 @@ it('returns the same run for the same key, from another caller too, with one wor
 
 it('returns the closed run for a key whose run has ended, starting nothing new', async () => {
   const key = uniqueName('key');
-  const first = service.start(scripted.name, request(key));
+  const first = runs.service.start(scripted.name, request(key));
   await first.result;
   await first.dispose();
-  const again = service.start(scripted.name, request(key));
+  const again = runs.service.start(scripted.name, request(key));
   expect(await again.result).toEqual({ output: text('done: same task'), stopReason: 'completed' });
   expect(await eventually(() => workflowsWithId(first.id).then((n) => (n > 0 ? n : undefined)))).toBe(1);
 });
 
 it('rejects the result with IDEMPOTENCY_CONFLICT when the key was used for a different request', async () => {
   const key = uniqueName('key');
-  const first = service.start(scripted.name, request(key, 'one task'));
+  const first = runs.service.start(scripted.name, request(key, 'one task'));
   expect(await first.result).toEqual({ output: text('done: one task'), stopReason: 'completed' });
-  const conflicting = service.start(scripted.name, request(key, 'another task'));
+  const conflicting = runs.service.start(scripted.name, request(key, 'another task'));
   await expect(conflicting.result).rejects.toMatchObject({ code: 'IDEMPOTENCY_CONFLICT' });
   expect(await workflowsWithId(first.id)).toBe(1);
 });
@@ -71,8 +51,8 @@ it('rejects the result with IDEMPOTENCY_CONFLICT when the key was used for a dif
 it('lets exactly one of two racing starts with one key and different requests win', async () => {
   const key = uniqueName('key');
   const racers = [
-    service.start(scripted.name, request(key, 'one task')),
-    service.start(scripted.name, request(key, 'another task')),
+    runs.service.start(scripted.name, request(key, 'one task')),
+    runs.service.start(scripted.name, request(key, 'another task')),
   ];
   const settled = await Promise.allSettled(racers.map((run) => run.result));
   const won = settled.filter((outcome) => outcome.status === 'fulfilled');
@@ -84,11 +64,11 @@ it('lets exactly one of two racing starts with one key and different requests wi
 
 it('treats equal requests as equal whatever the key order of their objects', async () => {
   const key = uniqueName('key');
-  const first = service.start(scripted.name, {
+  const first = runs.service.start(scripted.name, {
     ...request(key),
     agentOptions: { script: [{ delayMs: 100, reply: 'x' }], other: 1 },
   });
-  const second = service.start(scripted.name, {
+  const second = runs.service.start(scripted.name, {
     ...request(key),
     agentOptions: { other: 1, script: [{ reply: 'x', delayMs: 100 }] },
   });
@@ -96,10 +76,10 @@ it('treats equal requests as equal whatever the key order of their objects', asy
 });
 
 it('refuses a malformed key synchronously with INVALID_REQUEST', () => {
-  expect(() => service.start(scripted.name, { ...request(''), idempotencyKey: '' })).toThrow(
+  expect(() => runs.service.start(scripted.name, { ...request(''), idempotencyKey: '' })).toThrow(
     expect.objectContaining({ code: 'INVALID_REQUEST' }),
   );
-  expect(() => service.start(scripted.name, { ...request('k'), idempotencyKey: 7 as never })).toThrow(
+  expect(() => runs.service.start(scripted.name, { ...request('k'), idempotencyKey: 7 as never })).toThrow(
     expect.objectContaining({ code: 'INVALID_REQUEST' }),
   );
 });

@@ -18,14 +18,12 @@ import {
   eventually,
   newService,
   startWorker,
-  TestTemporal,
+  testRuns,
   text,
   turnGates,
   uniqueName,
 } from '../helpers/temporal';
 
-let temporal: TestTemporal;
-let stopWorker: () => Promise<void>;
 const turnEvents: ScriptedTurnEvent[] = [];
 const observer = (event: ScriptedTurnEvent) => turnEvents.push(event);
 const gates = turnGates();
@@ -46,19 +44,8 @@ const recorder: SubagentTurnProvider = {
     return { output: text(`depth ${ctx.request.depth}`), stopReason: 'completed' };
   },
 };
-let service: ReturnType<typeof newService>;
 
-beforeAll(async () => {
-  temporal = await connectTestTemporal();
-  stopWorker = await startWorker(temporal, [scripted, shortWindow, plain, recorder], { heartbeatIntervalMs: 200 });
-  service = newService(temporal);
-  for (const provider of [scripted, shortWindow, plain, recorder]) service.registerProvider(provider);
-});
-
-afterAll(async () => {
-  await stopWorker?.();
-  await temporal?.close();
-});
+const runs = testRuns([scripted, shortWindow, plain, recorder], { worker: { heartbeatIntervalMs: 200 } });
 
 const parent = { id: 'parent-agent' };
 const eventsOf = (run: SubagentRun, kind?: ScriptedTurnEvent['kind']) =>
@@ -66,10 +53,10 @@ const eventsOf = (run: SubagentRun, kind?: ScriptedTurnEvent['kind']) =>
 const turnStarted = (run: SubagentRun, turn = 0) =>
   eventually(() => eventsOf(run, 'turn-start').find((event) => event.turn === turn));
 const startScripted = (script: ScriptedTurn[], prompt = 'go', provider = scripted.name) =>
-  service.start(provider, { prompt: text(prompt), parent, agentOptions: { script: script as never } });
-const describeRun = (run: SubagentRun) => temporal.client.workflow.getHandle(run.id).describe();
+  runs.service.start(provider, { prompt: text(prompt), parent, agentOptions: { script: script as never } });
+const describeRun = (run: SubagentRun) => runs.temporal.client.workflow.getHandle(run.id).describe();
 const closedOutcome = (run: SubagentRun) =>
-  temporal.client.workflow.getHandle(run.id).result() as Promise<SubagentRunOutcome>;
+  runs.temporal.client.workflow.getHandle(run.id).result() as Promise<SubagentRunOutcome>;
 
 async function statusOf(run: SubagentRun): Promise<WorkflowExecutionStatusName> {
   return (await describeRun(run)).status.name;
@@ -90,11 +77,11 @@ describe('start', () => {
 
   it('§7.4 the child is at the parent depth (0 unless set) + 1, and maxDepth refuses a deeper child with SubagentDepthError before any workflow exists', async () => {
     const starts: SubagentRunInfo[] = [];
-    const off = service.on('subagent/start', (info) => starts.push(info));
+    const off = runs.service.on('subagent/start', (info) => starts.push(info));
     const deepParent = { id: 'deep', options: { subagentDepth: 2 } };
     let refusal: unknown;
     try {
-      service.start(recorder.name, { prompt: text('x'), parent: deepParent, maxDepth: 2 });
+      runs.service.start(recorder.name, { prompt: text('x'), parent: deepParent, maxDepth: 2 });
     } catch (err) {
       refusal = err;
     }
@@ -108,7 +95,7 @@ describe('start', () => {
     expect((refusal as Error).message).toBe('subagent depth 3 exceeds maxDepth 2');
     expect(starts).toHaveLength(0);
 
-    const run = service.start(recorder.name, { prompt: text('x'), parent: deepParent, maxDepth: 3 });
+    const run = runs.service.start(recorder.name, { prompt: text('x'), parent: deepParent, maxDepth: 3 });
     expect(await run.result).toEqual({ output: text('depth 3'), stopReason: 'completed' });
     const seen = seenRequests.at(-1)!;
     expect(seen.depth).toBe(3);
@@ -133,11 +120,11 @@ describe('start', () => {
 
 it('starts a run while no worker polls its queue, and completes it once a worker comes', async () => {
   const late = createScriptedProvider({ name: uniqueName('late'), observer });
-  const impatient = newService(temporal, { startTimeoutMs: 500 });
+  const impatient = newService(runs.temporal, { startTimeoutMs: 500 });
   impatient.registerProvider(late);
   const run = impatient.start(late.name, { prompt: text('wait for a worker'), parent });
   await new Promise((resolve) => setTimeout(resolve, 1000)); // past the start deadline
-  const stopLate = await startWorker(temporal, [late]);
+  const stopLate = await startWorker(runs.temporal, [late]);
   try {
     expect(await run.result).toEqual({ output: text('scripted reply to: wait for a worker'), stopReason: 'completed' });
     await run.dispose();
@@ -148,7 +135,7 @@ it('starts a run while no worker polls its queue, and completes it once a worker
 
 describe('sendMessage', () => {
   const pendingOf = async (run: SubagentRun) =>
-    (await temporal.client.workflow.getHandle(run.id).query(statusQuery)).pendingMessages;
+    (await runs.temporal.client.workflow.getHandle(run.id).query(statusQuery)).pendingMessages;
 
   it('delivers messages at the next turn boundary, in order, each once', async () => {
     const run = startScripted([{ waitFor: gates.waitFor, reply: 'first: {input}' }, { reply: 'second: {input}' }]);
@@ -165,7 +152,7 @@ describe('sendMessage', () => {
   it('counts a message once when its signal arrives twice (a retry after a lost response)', async () => {
     const run = startScripted([{ waitFor: gates.waitFor, reply: 'first' }, { reply: 'second: {input}' }]);
     await turnStarted(run);
-    const handle = temporal.client.workflow.getHandle(run.id);
+    const handle = runs.temporal.client.workflow.getHandle(run.id);
     await handle.signal(sendMessageSignal, { content: text('sent once'), id: 'message-1' });
     await handle.signal(sendMessageSignal, { content: text('sent once'), id: 'message-1' });
     await handle.signal(sendMessageSignal, { content: text('another'), id: 'message-2' });
@@ -185,7 +172,7 @@ describe('sendMessage', () => {
   });
 
   it('is absent, like resume, on a provider without steering or resume', async () => {
-    const run = service.start(plain.name, { prompt: text('x'), parent });
+    const run = runs.service.start(plain.name, { prompt: text('x'), parent });
     expect('sendMessage' in run).toBe(false);
     expect('resume' in run).toBe(false);
     await run.result;
@@ -197,7 +184,7 @@ describe('sendMessage', () => {
 describe('resume', () => {
   it('continues the same child twice: same id, a new Temporal run each time, the conversation carried', async () => {
     const starts: SubagentRunInfo[] = [];
-    const off = service.on('subagent/start', (info) => starts.push(info));
+    const off = runs.service.on('subagent/start', (info) => starts.push(info));
     const first = startScripted(
       [{ reply: 'a' }, { reply: 'b after {conversation}' }, { reply: 'c after {conversation}' }],
       'first',
@@ -231,13 +218,13 @@ describe('resume', () => {
     await next.dispose();
     expect(() => next.resume!(text('after dispose'))).toThrow(expect.objectContaining({ code: 'NOT_RESUMABLE' }));
 
-    const attached = service.attach(running.id);
+    const attached = runs.service.attach(running.id);
     await attached.result;
     expect(() => attached.resume!(text('closed'))).toThrow(expect.objectContaining({ code: 'NOT_RESUMABLE' }));
   });
 
   it('refuses after the resume window, when the parked workflow has closed', async () => {
-    const run = service.start(shortWindow.name, { prompt: text('x'), parent });
+    const run = runs.service.start(shortWindow.name, { prompt: text('x'), parent });
     await run.result;
     expect(await eventually(async () => ((await statusOf(run)) === 'COMPLETED' ? true : undefined))).toBe(true);
     expect((await closedOutcome(run)).closedBy).toBe('expired');
@@ -248,7 +235,7 @@ describe('resume', () => {
   it('rejects the result of a resume that lost a race with NOT_RESUMABLE', async () => {
     const run = startScripted([{ reply: 'a' }]);
     await run.result;
-    const [one, two] = [service.attach(run.id), service.attach(run.id)];
+    const [one, two] = [runs.service.attach(run.id), runs.service.attach(run.id)];
     await Promise.all([one.result, two.result]);
     const winner = one.resume!(text('first'));
     await winner.result;
@@ -272,19 +259,22 @@ describe('attach', () => {
     await turnStarted(run);
     await other.close();
 
-    const attached = service.attach(run.id);
+    const attached = runs.service.attach(run.id);
     expect(await attached.result).toEqual({ output: text('kept: survive me'), stopReason: 'completed' });
     const resumed = attached.resume!(text('again'));
     expect(await resumed.result).toEqual({ output: text('resumed: again'), stopReason: 'completed' });
     await resumed.dispose();
-    expect(await service.attach(run.id).result).toEqual({ output: text('resumed: again'), stopReason: 'completed' });
+    expect(await runs.service.attach(run.id).result).toEqual({
+      output: text('resumed: again'),
+      stopReason: 'completed',
+    });
   });
 
   it('rejects an unknown run with UNKNOWN_RUN', async () => {
-    await expect(service.attach(`subagent-${scripted.name}:no-such-run`).result).rejects.toMatchObject({
+    await expect(runs.service.attach(`subagent-${scripted.name}:no-such-run`).result).rejects.toMatchObject({
       code: 'UNKNOWN_RUN',
     });
-    expect(() => service.attach('not-a-run-id')).toThrow(expect.objectContaining({ code: 'UNKNOWN_RUN' }));
+    expect(() => runs.service.attach('not-a-run-id')).toThrow(expect.objectContaining({ code: 'UNKNOWN_RUN' }));
   });
 });
 
@@ -313,13 +303,13 @@ describe('hostSeamProvider', () => {
   let stopSeamWorker: () => Promise<void>;
 
   beforeAll(async () => {
-    stopSeamWorker = await startWorker(temporal, [hostSeamProvider(seamProvider)], { heartbeatIntervalMs: 200 });
-    service.registerProvider(seamProvider);
+    stopSeamWorker = await startWorker(runs.temporal, [hostSeamProvider(seamProvider)], { heartbeatIntervalMs: 200 });
+    runs.service.registerProvider(seamProvider);
   });
   afterAll(() => stopSeamWorker?.());
 
   it('runs an in-process seam provider as one durable activity and maps its result', async () => {
-    const run = service.start(seamProvider.name, {
+    const run = runs.service.start(seamProvider.name, {
       prompt: text('task'),
       parent: { id: 'p', options: { subagentDepth: 1 } },
     });
@@ -330,7 +320,7 @@ describe('hostSeamProvider', () => {
 
   it('aborts the in-process run through its request signal on cancel', async () => {
     const before = signals.length;
-    const run = service.start(seamProvider.name, { prompt: text('hang'), parent });
+    const run = runs.service.start(seamProvider.name, { prompt: text('hang'), parent });
     const signal = await eventually(() => signals[before]);
     run.cancel();
     expect(await run.result).toEqual({ output: [], stopReason: 'aborted' });
