@@ -226,7 +226,7 @@ export class RunHandle {
       })
       .catch((err: unknown) => {
         // The run may have closed meanwhile: then there is nothing left to cancel.
-        if (!(toSubagentError(err, this.init.runId).code === 'UNKNOWN_RUN')) {
+        if (toSubagentError(err, this.init.runId).code !== 'UNKNOWN_RUN') {
           this.reportBackgroundFailure('cancel', err);
         }
       });
