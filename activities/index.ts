@@ -12,10 +12,13 @@ export function createActivities(deps: ActivityDependencies) {
   const activities: Record<string, (input: never) => Promise<unknown>> & {
     subagentTurn(input: TurnActivityInput): Promise<TurnActivityResult>;
     subagentModelCall(input: ModelCallInput): Promise<ModelCallResult>;
+    subagentSegmentSettled<T>(outcome: T): Promise<T>;
   } = {
     ...toolActivities(host),
     subagentTurn: turnActivity(host),
     subagentModelCall: modelCallActivity(host),
+    // Returns its input: run as a local activity, it writes the outcome into history once.
+    subagentSegmentSettled: async (outcome) => outcome,
   };
   return activities;
 }
@@ -23,5 +26,5 @@ export function createActivities(deps: ActivityDependencies) {
 export type SubagentActivities = ReturnType<typeof createActivities>;
 export type { ActivityDependencies } from './host';
 export { RunContextCache } from './run-context-cache';
-export { MODEL_CALL_ACTIVITY, RESERVED_ACTIVITY_NAMES, TURN_ACTIVITY } from './types';
+export { MODEL_CALL_ACTIVITY, RESERVED_ACTIVITY_NAMES, SETTLED_ACTIVITY, TURN_ACTIVITY } from './types';
 export type * from './types';

@@ -9,8 +9,13 @@ import type { SubagentStopReason, SubagentTurnResult, SubagentUsage } from '../s
 export const TURN_ACTIVITY = 'subagentTurn';
 /** The activity that runs one model call of an agent-loop provider. */
 export const MODEL_CALL_ACTIVITY = 'subagentModelCall';
+/**
+ * The local activity that records a settled segment's outcome in history: it returns its input,
+ * and its marker is the settle point observers and the audit read.
+ */
+export const SETTLED_ACTIVITY = 'subagentSegmentSettled';
 /** Names the activities take in history besides the tools' own; no tool may take one. */
-export const RESERVED_ACTIVITY_NAMES: readonly string[] = [TURN_ACTIVITY, MODEL_CALL_ACTIVITY];
+export const RESERVED_ACTIVITY_NAMES: readonly string[] = [TURN_ACTIVITY, MODEL_CALL_ACTIVITY, SETTLED_ACTIVITY];
 
 /** Input of the `subagentTurn` activity: one turn of a turn-based provider. */
 export interface TurnActivityInput {

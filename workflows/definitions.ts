@@ -65,6 +65,8 @@ export interface SubagentRunCarry {
   midSegment?: { nudgesLeft: number; lastOutput: ContentBlock[] };
   /** Ids of the latest messages received, so a retried signal is counted once across it too. */
   messageIds?: string[];
+  /** The outcome of the segment this one resumed, for an observer that missed its settling. */
+  previous?: SegmentOutcome;
 }
 
 export interface SegmentOutcome {
@@ -78,6 +80,18 @@ export interface SegmentOutcome {
 
 export type SegmentResultReply = { settled: SegmentOutcome } | { moved: true };
 
+/** Where the run's segments stand, as an observer reads them without touching the run. */
+export interface SegmentOutcomeReply {
+  /** The current segment. */
+  segment: number;
+  /** Its outcome, once it has settled. */
+  settled?: SegmentOutcome;
+  /** A resume was accepted: segment `segment + 1` follows in the next run of the workflow. */
+  resuming: boolean;
+  /** The outcome of the segment before, when this one resumed it. */
+  previous?: SegmentOutcome;
+}
+
 export type SubagentRunClosedBy = 'disposed' | 'cancelled' | 'expired' | 'settled';
 
 /** The workflow's own result: the last segment's outcome and why the run closed. */
@@ -85,6 +99,8 @@ export interface SubagentRunOutcome extends SegmentOutcome {
   closedBy: SubagentRunClosedBy;
   /** Steering messages that arrived after the last segment settled and were never resumed. */
   undeliveredMessages: number;
+  /** The outcome of the segment the last one resumed (runs that closed since this field exists). */
+  previous?: SegmentOutcome;
 }
 
 export interface SubagentRunStatus {
@@ -133,12 +149,20 @@ export const STRUCTURED_OUTPUT_NUDGE =
 export const sendMessageSignal = defineSignal<[SendMessageArgs]>('sendMessage');
 /** Sent by a nested run to its parent run when it starts, so the parent can cancel it. */
 export const childStartedSignal = defineSignal<[{ runId: string }]>('childStarted');
-/** Resolves with segment `segment` (default: the current one) once it settles. */
+/**
+ * Resolves with segment `segment` (default: the current one) once it settles. Callers of this
+ * version read outcomes with `segmentOutcomeQuery` instead; the handler stays for older callers.
+ */
 export const segmentResultUpdate = defineUpdate<SegmentResultReply, [{ segment?: number }]>('segmentResult');
 export const resumeUpdate = defineUpdate<{ segment: number }, [ResumeArgs]>('resume');
-/** Ends the run if `segment` is still its current one; resolves once the provider has stopped. */
+/**
+ * Ends the run if `segment` is still its current one. Since the `dispose-answers-at-once` patch it
+ * answers as soon as the segment is told to stop; the caller then waits for the run to close.
+ */
 export const disposeUpdate = defineUpdate<{ disposed: boolean }, [{ segment: number }]>('dispose');
 export const statusQuery = defineQuery<SubagentRunStatus>('status');
+/** How observers wait for a result: asked after each new history event, it writes nothing. */
+export const segmentOutcomeQuery = defineQuery<SegmentOutcomeReply>('segmentOutcome');
 /** What a worker that lacks the conversation in its cache fetches; writes nothing to history. */
 export const runContextQuery = defineQuery<RunContextSnapshot>('runContext');
 /** The messages waiting for the child, for a provider that takes them mid-turn (ACP). */

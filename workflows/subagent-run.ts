@@ -15,6 +15,7 @@ import {
   isCancellation,
   makeContinueAsNewFunc,
   patched,
+  proxyLocalActivities,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
@@ -38,6 +39,7 @@ import {
   pendingMessagesQuery,
   resumeUpdate,
   runContextQuery,
+  segmentOutcomeQuery,
   segmentResultUpdate,
   sendMessageSignal,
   statusQuery,
@@ -53,6 +55,14 @@ const REMEMBERED_MESSAGE_IDS = 1000;
 const CASCADE_AT_ONCE_PATCH = 'cancel-nested-runs-at-once';
 /** Patch: a provider that takes no messages is not nudged (a nudge is a message to the child). */
 const NUDGE_NEEDS_STEERING_PATCH = 'nudge-needs-steering';
+/** Patch: `dispose` answers once the segment is told to stop; the caller waits for the close. */
+const DISPOSE_ANSWERS_AT_ONCE_PATCH = 'dispose-answers-at-once';
+/** Patch: a settled segment records its outcome in history, where observers and the audit read it. */
+const SETTLE_RECORD_PATCH = 'settle-record';
+
+const { subagentSegmentSettled } = proxyLocalActivities<{
+  subagentSegmentSettled(outcome: SegmentOutcome): Promise<SegmentOutcome>;
+}>({ startToCloseTimeout: '10 seconds' });
 
 export async function subagentRunWorkflow(input: SubagentRunInput): Promise<SubagentRunOutcome> {
   const { settings, request, carried } = input;
@@ -160,9 +170,19 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     disposeRequested = true;
     segmentScope.cancel();
     cascadeAtOnce();
-    await CancellationScope.nonCancellable(() => condition(() => outcome !== undefined));
+    // An update held until the provider stops would count against the run's updates in flight.
+    if (!patched(DISPOSE_ANSWERS_AT_ONCE_PATCH)) {
+      await CancellationScope.nonCancellable(() => condition(() => outcome !== undefined));
+    }
     return { disposed: true };
   });
+
+  setHandler(segmentOutcomeQuery, () => ({
+    segment,
+    ...(outcome === undefined ? {} : { settled: outcome }),
+    resuming: resumeRequest !== undefined,
+    ...(carried?.previous === undefined ? {} : { previous: carried.previous }),
+  }));
 
   setHandler(statusQuery, () => ({
     provider: input.provider,
@@ -223,6 +243,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     children: [...children],
     ...(midSegment ? { midSegment } : {}),
     ...(messageIds.size > 0 ? { messageIds: [...messageIds] } : {}),
+    ...(carried?.previous === undefined ? {} : { previous: carried.previous }),
   });
 
   /**
@@ -327,6 +348,9 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   const parks = input.resumable && !disposeRequested && !runCancelled() && result.stopReason !== 'aborted';
   const usage = input.driver === 'agent-loop' ? { usage: state.usage } : {};
   outcome = { segment, result, ...usage, ...(parks ? { resumableUntil: Date.now() + settings.resumeWindowMs } : {}) };
+  // The settle point, once per segment however many wait on it: observers long-poll the history for it.
+  const settled = outcome;
+  if (patched(SETTLE_RECORD_PATCH)) await CancellationScope.nonCancellable(() => subagentSegmentSettled(settled));
 
   if (indexed) {
     upsertSearchAttributes([
@@ -347,10 +371,17 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
       closedBy = 'cancelled';
     }
     if (resumeRequest && closedBy === 'settled') {
-      await continueWith(
-        { ...carry([...state.pending, resumeRequest.content]), segment: segment + 1 },
-        { abortedAtStart: resumeRequest.abortedAtStart, disposedAtStart: resumeRequest.disposedAtStart },
-      );
+      const next: SubagentRunCarry = {
+        ...carry([...state.pending, resumeRequest.content]),
+        segment: segment + 1,
+        previous: outcome,
+      };
+      // This outcome rides along for observers that missed it, unless it would not fit.
+      if (carryViolation(next)) delete next.previous;
+      await continueWith(next, {
+        abortedAtStart: resumeRequest.abortedAtStart,
+        disposedAtStart: resumeRequest.disposedAtStart,
+      });
     }
   } else {
     closedBy = disposeRequested ? 'disposed' : result.stopReason === 'aborted' ? 'cancelled' : 'settled';
@@ -362,7 +393,8 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     if (closedBy === 'cancelled' || closedBy === 'disposed') await cancelChildren();
     await condition(allHandlersFinished);
   });
-  return { ...outcome, closedBy, undeliveredMessages: state.pending.length };
+  const previous = carried?.previous === undefined ? {} : { previous: carried.previous };
+  return { ...outcome, closedBy, undeliveredMessages: state.pending.length, ...previous };
 
   /** Cancels every nested run this run started and has not cancelled yet; each cancels its own in turn. */
   async function cancelChildren(): Promise<void> {

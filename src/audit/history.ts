@@ -14,6 +14,7 @@ import {
 import type { SegmentResultReply, SubagentRunInput, SubagentRunOutcome } from '../../workflows/definitions';
 import { SubagentError } from '../seam/errors';
 import type { SubagentPermissionDecision } from '../seam/result';
+import { settledOutcome } from '../temporal/run-history';
 import { type AuditDraft, type AuditRecord, sealAudit } from './chain';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -98,7 +99,8 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
           if (!success?.payloads?.length) break;
           const reply = (await decodeFromPayloadsAtIndex(converter, 0, success.payloads)) as
             SegmentResultReply | undefined;
-          // Every caller's wait for a segment answers with the same result: record it once.
+          // Histories from before the settle record: every caller's wait for a segment answers
+          // with the same result; record it once.
           if (
             reply &&
             typeof reply === 'object' &&
@@ -107,6 +109,15 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
           ) {
             reportedSegments.add(reply.settled.segment);
             yield draft('result', reply.settled);
+          }
+          break;
+        }
+        case EventType.EVENT_TYPE_MARKER_RECORDED: {
+          // The settle point: the segment's outcome, recorded once however many wait on it.
+          const settled = await settledOutcome(converter, event);
+          if (settled && !reportedSegments.has(settled.segment)) {
+            reportedSegments.add(settled.segment);
+            yield draft('result', settled);
           }
           break;
         }

@@ -6,14 +6,11 @@ import {
   Client,
   WorkflowHandle,
   WorkflowNotFoundError,
-  WorkflowUpdateFailedError,
   WorkflowUpdateRPCTimeoutOrCancelledError,
 } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
 import {
   type SegmentOutcome,
   type SegmentResultReply,
-  type SubagentRunOutcome,
   disposeUpdate,
   resumeUpdate,
   segmentResultUpdate,
@@ -22,10 +19,12 @@ import {
 } from '../../workflows/definitions';
 import type { subagentRunWorkflow } from '../../workflows/subagent-run';
 import type { ContentBlock } from '../seam/content';
-import { SUBAGENT_ERROR_CODES, SubagentError, SubagentErrorCode, causeChain } from '../seam/errors';
+import { SubagentError } from '../seam/errors';
 import type { SubagentResult } from '../seam/result';
 import type { SubagentLogger, SubagentRun } from '../seam/run';
 import { SubagentEvents } from './events';
+import { OutcomeQueryMissing, segmentOutcome } from './run-outcomes';
+import { isUnreachable, toSubagentError } from './temporal-errors';
 import { assertPayloadWithin, contentBlocks } from './validate';
 
 export interface RunHandleContext {
@@ -141,11 +140,22 @@ export class RunHandle {
     );
   }
 
-  /**
-   * Asks for this segment's outcome until it settles, following the run through continue-as-new
-   * and riding out a server that is briefly unreachable (a restart) for up to `reconnectWindowMs`.
-   */
+  /** This segment's outcome once it settles, read without touching the run (run-outcomes.ts). */
   private async awaitOutcome(): Promise<SegmentOutcome> {
+    const { client, reconnectWindowMs } = this.context;
+    try {
+      return await segmentOutcome(client, this.init.runId, this.segment, reconnectWindowMs);
+    } catch (err) {
+      if (err instanceof OutcomeQueryMissing) return this.outcomeByUpdate();
+      throw err;
+    }
+  }
+
+  /**
+   * For a run whose workflow code predates the outcome query: asks for the outcome with the
+   * update that waits until the segment settles, following continue-as-new.
+   */
+  private async outcomeByUpdate(): Promise<SegmentOutcome> {
     for (;;) {
       let reply: SegmentResultReply;
       try {
@@ -156,8 +166,8 @@ export class RunHandle {
       } catch (err) {
         // A long wait with no worker to accept the update times out the RPC; ask again.
         if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) continue;
-        // The server answers NotFound for a closed workflow too: its own result is the last segment's.
-        if (err instanceof WorkflowNotFoundError) return this.closedOutcome();
+        // The server answers NotFound for a closed workflow too: the watch reads its result.
+        if (err instanceof WorkflowNotFoundError) return this.awaitOutcome();
         throw err;
       }
       if ('settled' in reply) return reply.settled;
@@ -181,26 +191,6 @@ export class RunHandle {
         await new Promise((resolve) => setTimeout(resolve, backoff));
       }
     }
-  }
-
-  private async closedOutcome(): Promise<SegmentOutcome> {
-    let closed: SubagentRunOutcome;
-    try {
-      closed = await this.handle.result();
-    } catch (err) {
-      if (err instanceof WorkflowNotFoundError) throw err;
-      // Terminated or timed out by an operator: no result was produced, which is a child-level failure.
-      const diagnostic = `the run's workflow ended without a result: ${(err as Error).message}`;
-      return { segment: this.segment ?? 0, result: { output: [], stopReason: 'error', diagnostic } };
-    }
-    if (this.segment !== undefined && closed.segment !== this.segment) {
-      throw new SubagentError(
-        `run ${this.init.runId} closed at segment ${closed.segment} before segment ${this.segment} began`,
-        'NOT_RESUMABLE',
-      );
-    }
-    const { segment, result } = closed;
-    return { segment, result };
   }
 
   private cancel(reason?: string): void {
@@ -248,7 +238,9 @@ export class RunHandle {
       if (this.resumed) return;
       try {
         const segment = this.segment ?? (await this.handle.query(statusQuery)).segment;
-        const { disposed } = await this.handle.executeUpdate(disposeUpdate, { args: [{ segment }] });
+        // One update per segment however many callers dispose it: the server joins them by id.
+        const updateId = `dispose-${segment}`;
+        const { disposed } = await this.handle.executeUpdate(disposeUpdate, { args: [{ segment }], updateId });
         if (disposed) await this.handle.result();
       } catch (err) {
         if (!(err instanceof WorkflowNotFoundError)) throw toSubagentError(err, this.init.runId);
@@ -354,17 +346,6 @@ export class RunHandle {
   }
 }
 
-const GRPC_DEADLINE_EXCEEDED = 4;
-const GRPC_UNAVAILABLE = 14;
-
-/** gRPC UNAVAILABLE or DEADLINE_EXCEEDED anywhere in the cause chain: the server is down or restarting. */
-function isUnreachable(err: unknown): boolean {
-  return causeChain(err).some((e) => {
-    const { code } = e as { code?: unknown };
-    return code === GRPC_UNAVAILABLE || code === GRPC_DEADLINE_EXCEEDED;
-  });
-}
-
 const STARTED = Symbol('subagent.run.started');
 
 /**
@@ -394,18 +375,4 @@ async function workflowExists(handle: WorkflowHandle): Promise<boolean> {
 /** `fn`'s calls under the service's start deadline. */
 export function withinDeadline<T>(context: RunHandleContext, fn: () => Promise<T>): Promise<T> {
   return context.client.connection.withDeadline(Date.now() + context.startTimeoutMs, fn);
-}
-
-/** Maps what the Temporal client throws onto the seam's typed errors. */
-export function toSubagentError(err: unknown, runId: string): SubagentError {
-  if (err instanceof SubagentError) return err;
-  if (err instanceof WorkflowNotFoundError) {
-    return new SubagentError(`no subagent run with id "${runId}"`, 'UNKNOWN_RUN', { cause: err });
-  }
-  if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
-    const code = err.cause.type as SubagentErrorCode;
-    if (code in SUBAGENT_ERROR_CODES) return new SubagentError(err.cause.message, code, { cause: err });
-  }
-  const message = err instanceof Error ? err.message : String(err);
-  return new SubagentError(`Temporal call for run ${runId} failed: ${message}`, 'UNAVAILABLE', { cause: err });
 }

@@ -31,6 +31,8 @@ export const SUBAGENT_ERROR_CODES = {
   NOT_RUNNING: 'NOT_RUNNING',
   /** `result` and the launcher: the Temporal server could not be reached or refused the call. */
   UNAVAILABLE: 'UNAVAILABLE',
+  /** Any run operation: the server refused the call for one of its limits (a rate, updates per run); nothing changed. */
+  RESOURCE_EXHAUSTED: 'RESOURCE_EXHAUSTED',
 } as const;
 
 export type SubagentErrorCode = (typeof SUBAGENT_ERROR_CODES)[keyof typeof SUBAGENT_ERROR_CODES];

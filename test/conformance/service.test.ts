@@ -248,7 +248,8 @@ describe('§7.1 events', () => {
   });
 
   it('§7.1 when the result rejects (an unreachable server, UNAVAILABLE), subagent/end has stopReason error and no lastAssistantMessage key', async () => {
-    const connection = Connection.lazy({ address: '127.0.0.1:1', connectTimeout: 300 });
+    // No retry interceptor: a retry still pending once the test closed the connection would throw.
+    const connection = Connection.lazy({ address: '127.0.0.1:1', connectTimeout: 300, interceptors: [] });
     const service = new TemporalSubagentService({
       client: new Client({ connection }),
       logger: recordingLogger(),

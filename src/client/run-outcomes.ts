@@ -1,0 +1,291 @@
+// How callers learn a segment's outcome without touching the run. Every waiter in a process on one
+// run shares one long poll of the run's history, which follows it through continue-as-new and
+// finds each segment's settle point there (a local activity's marker that carries the outcome).
+// A waiter that joins also asks the run once with a query, which writes nothing. So a run's
+// history is the same with a thousand observers as with one. Once the workflow has closed, its
+// own result answers.
+import { Client, QueryNotRegisteredError, WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
+import {
+  type SegmentOutcome,
+  type SegmentOutcomeReply,
+  type SubagentRunOutcome,
+  segmentOutcomeQuery,
+} from '../../workflows/definitions';
+import { SubagentError } from '../seam/errors';
+import { EventType, type HistoryEvent, runInput, settledOutcome } from '../temporal/run-history';
+import { isNotFound, isUnreachable, toSubagentError } from './temporal-errors';
+
+const CLOSING_EVENTS = new Set<number>([
+  EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+  EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+  EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT,
+  EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+  EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+]);
+/** A query normally answers in milliseconds; one stuck without a worker is asked again later. */
+const QUERY_DEADLINE_MS = 10_000;
+const MAX_BACKOFF_MS = 5_000;
+const MAX_ASK_INTERVAL_MS = 1_000;
+
+/** The run's workflow predates the outcome query: the caller falls back to the update it answers. */
+export class OutcomeQueryMissing extends Error {}
+
+interface Waiter {
+  /** The segment waited for; a waiter that named none takes the run's current one at the first answer. */
+  segment: number | undefined;
+  reconnectWindowMs: number;
+  resolve(outcome: SegmentOutcome): void;
+  reject(err: unknown): void;
+}
+
+const byClient = new WeakMap<Client, Map<string, RunWatch>>();
+
+/**
+ * Segment `segment`'s outcome (default: the current segment's) once it settles, waiting on the
+ * process's one watch of the run. Rides out a server that is away for up to `reconnectWindowMs`.
+ */
+export function segmentOutcome(
+  client: Client,
+  runId: string,
+  segment: number | undefined,
+  reconnectWindowMs: number,
+): Promise<SegmentOutcome> {
+  let watches = byClient.get(client);
+  if (!watches) byClient.set(client, (watches = new Map()));
+  let watch = watches.get(runId);
+  if (!watch) {
+    const idle = () => watches.delete(runId);
+    watch = new RunWatch(client, runId, idle);
+    watches.set(runId, watch);
+  }
+  return watch.wait(segment, reconnectWindowMs);
+}
+
+class RunWatch {
+  private readonly waiters = new Set<Waiter>();
+  private readonly handle: WorkflowHandle;
+  private readonly stop = new AbortController();
+  private following = false;
+  private checking = false;
+  private recheck = false;
+  private retry: NodeJS.Timeout | undefined;
+  private checkBackoffMs = 100;
+
+  constructor(
+    private readonly client: Client,
+    private readonly runId: string,
+    private readonly idle: () => void,
+  ) {
+    this.handle = client.workflow.getHandle(runId);
+  }
+
+  wait(segment: number | undefined, reconnectWindowMs: number): Promise<SegmentOutcome> {
+    return new Promise((resolve, reject) => {
+      this.waiters.add({ segment, reconnectWindowMs, resolve, reject });
+      if (!this.following) {
+        this.following = true;
+        void this.follow();
+      }
+      // The run may have settled long ago: no new event would tell.
+      this.check();
+    });
+  }
+
+  /** Long-polls the history for new events, run after run, until no waiter is left. */
+  private async follow(): Promise<void> {
+    const { namespace, loadedDataConverter: converter } = this.client.options;
+    let execution: { workflowId: string; runId?: string } = { workflowId: this.runId };
+    let nextPageToken: Uint8Array | undefined;
+    let view: SegmentOutcomeReply | undefined;
+    let unreachableSince: number | undefined;
+    let backoff = 100;
+    while (this.waiters.size > 0) {
+      let events: HistoryEvent[];
+      const firstPage = nextPageToken === undefined;
+      try {
+        const response = await this.client.connection.withAbortSignal(this.stop.signal, () =>
+          this.client.workflowService.getWorkflowExecutionHistory({
+            namespace,
+            execution,
+            nextPageToken,
+            // The first page is the start event alone, read at once; then long polls from there.
+            ...(firstPage ? { maximumPageSize: 1 } : { waitNewEvent: true }),
+          }),
+        );
+        events = response.history?.events ?? [];
+        nextPageToken = response.nextPageToken ?? undefined;
+        unreachableSince = undefined;
+        backoff = 100;
+      } catch (err) {
+        if (this.stop.signal.aborted) return;
+        if (isNotFound(err)) return this.rejectAll(this.unknown(err));
+        if (!isUnreachable(err)) return this.rejectAll(toSubagentError(err, this.runId));
+        unreachableSince ??= Date.now();
+        this.rejectWhere((waiter) => Date.now() - unreachableSince! > waiter.reconnectWindowMs, err);
+        await new Promise((resolve) => setTimeout(resolve, backoff));
+        backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+        continue;
+      }
+      for (const event of events) {
+        const type = event.eventType ?? 0;
+        if (CLOSING_EVENTS.has(type)) return this.settleClosed();
+        if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) {
+          const { carried } = await runInput(converter, event);
+          view = {
+            segment: carried?.segment ?? 0,
+            resuming: false,
+            ...(carried?.previous ? { previous: carried.previous } : {}),
+          };
+        } else if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED && view) {
+          if (event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'resume') {
+            view.resuming = true;
+          }
+        } else if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW) {
+          const runId = event.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
+          execution = { workflowId: this.runId, ...(runId ? { runId } : {}) };
+          nextPageToken = undefined;
+        } else if (view) {
+          const settled = await settledOutcome(converter, event);
+          if (settled) view.settled = settled;
+        }
+      }
+      // The history is read page by page: what it has not shown yet is no reason to give up.
+      if (view) this.answer(view, false);
+      // A running workflow has more than its start event: a server that pages no further (the
+      // time-skipping test server, whose long polls wait only for events yet to come) is asked instead.
+      if (firstPage && !nextPageToken?.length) return this.askNowAndThen();
+      // A long poll that timed out (20 s): ask the run too, in case an answer was missed.
+      if (events.length === 0) this.check();
+    }
+  }
+
+  /** For a server that shows no history: asks the run, at most a second apart, until no waiter is left. */
+  private async askNowAndThen(): Promise<void> {
+    for (let interval = 50; this.waiters.size > 0; interval = Math.min(interval * 2, MAX_ASK_INTERVAL_MS)) {
+      this.check();
+      await new Promise((resolve) => setTimeout(resolve, interval));
+    }
+  }
+
+  /** Asks the run where its segments stand (a query); a call while one is out asks once more after it. */
+  private check(): void {
+    if (this.checking) {
+      this.recheck = true;
+      return;
+    }
+    this.checking = true;
+    clearTimeout(this.retry);
+    void (async () => {
+      do {
+        this.recheck = false;
+        await this.checkOnce();
+      } while (this.recheck && this.waiters.size > 0);
+      this.checking = false;
+    })();
+  }
+
+  /**
+   * The run's own answer, for a waiter that joins after the settle point (the history shows it
+   * too, but a segment settled before the settle record existed shows nothing).
+   */
+  private async checkOnce(): Promise<void> {
+    let reply: SegmentOutcomeReply;
+    try {
+      reply = await this.client.connection.withDeadline(Date.now() + QUERY_DEADLINE_MS, () =>
+        this.handle.query(segmentOutcomeQuery),
+      );
+      this.checkBackoffMs = 100;
+    } catch (err) {
+      if (err instanceof QueryNotRegisteredError) return this.rejectAll(new OutcomeQueryMissing(err.message));
+      if (err instanceof WorkflowNotFoundError) return this.rejectAll(this.unknown(err));
+      // No worker to answer, or the server away: the history poll decides whether to give up.
+      if (this.waiters.size > 0) {
+        this.retry = setTimeout(() => this.check(), this.checkBackoffMs);
+        this.checkBackoffMs = Math.min(this.checkBackoffMs * 2, MAX_BACKOFF_MS);
+      }
+      return;
+    }
+    this.answer(reply, true);
+  }
+
+  /**
+   * Answers every waiter whose segment `view` shows settled. A complete view (the run's own
+   * answer) also refuses a waiter for a segment the run will never have again.
+   */
+  private answer(view: SegmentOutcomeReply, complete: boolean): void {
+    for (const waiter of this.waiters) {
+      // A waiter that joins while a resume is under way waits for the segment it starts.
+      waiter.segment ??= view.resuming ? view.segment + 1 : view.segment;
+      const wanted = waiter.segment;
+      const outcome = [view.settled, view.previous].find((known) => known?.segment === wanted);
+      if (outcome) this.settle(waiter, () => waiter.resolve(outcome));
+      else if (complete && wanted !== view.segment && !(wanted === view.segment + 1 && view.resuming)) {
+        const gone = new SubagentError(
+          `run ${this.runId} has no segment ${wanted} (current: ${view.segment})`,
+          'UNKNOWN_RUN',
+        );
+        this.settle(waiter, () => waiter.reject(gone));
+      }
+    }
+  }
+
+  /** The workflow closed: its result is its last segment's outcome. */
+  private async settleClosed(): Promise<void> {
+    let closed: SubagentRunOutcome;
+    try {
+      closed = await this.handle.result();
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return this.rejectAll(this.unknown(err));
+      // Terminated or timed out by an operator: no result was produced, which is a child-level failure.
+      const diagnostic = `the run's workflow ended without a result: ${(err as Error).message}`;
+      for (const waiter of this.waiters) {
+        const outcome = {
+          segment: waiter.segment ?? 0,
+          result: { output: [], stopReason: 'error' as const, diagnostic },
+        };
+        this.settle(waiter, () => waiter.resolve(outcome));
+      }
+      return;
+    }
+    for (const waiter of this.waiters) {
+      const wanted = waiter.segment ?? closed.segment;
+      const { segment, result } = closed.previous?.segment === wanted ? closed.previous : closed;
+      if (segment === wanted) this.settle(waiter, () => waiter.resolve({ segment, result }));
+      else {
+        const error =
+          wanted > closed.segment
+            ? new SubagentError(
+                `run ${this.runId} closed at segment ${closed.segment} before segment ${wanted} began`,
+                'NOT_RESUMABLE',
+              )
+            : new SubagentError(
+                `run ${this.runId} has no segment ${wanted} (current: ${closed.segment})`,
+                'UNKNOWN_RUN',
+              );
+        this.settle(waiter, () => waiter.reject(error));
+      }
+    }
+  }
+
+  private unknown(cause: unknown): SubagentError {
+    return new SubagentError(`no subagent run with id "${this.runId}"`, 'UNKNOWN_RUN', { cause });
+  }
+
+  private rejectAll(err: unknown): void {
+    this.rejectWhere(() => true, err);
+  }
+
+  private rejectWhere(gaveUp: (waiter: Waiter) => boolean, err: unknown): void {
+    for (const waiter of this.waiters) if (gaveUp(waiter)) this.settle(waiter, () => waiter.reject(err));
+  }
+
+  /** Answers one waiter; the last one answered ends the watch. */
+  private settle(waiter: Waiter, answer: () => void): void {
+    if (!this.waiters.delete(waiter)) return;
+    answer();
+    if (this.waiters.size > 0) return;
+    this.idle();
+    this.stop.abort();
+    clearTimeout(this.retry);
+  }
+}

@@ -1,0 +1,50 @@
+// What the Temporal client throws, read as the seam's typed errors: which failures mean the
+// server is away for a moment, which are one of its limits, and the code each maps to.
+import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { SUBAGENT_ERROR_CODES, SubagentError, SubagentErrorCode, causeChain } from '../seam/errors';
+
+const GRPC_DEADLINE_EXCEEDED = 4;
+const GRPC_NOT_FOUND = 5;
+const GRPC_RESOURCE_EXHAUSTED = 8;
+const GRPC_UNAVAILABLE = 14;
+
+const grpcCodes = (err: unknown) => causeChain(err).map((e) => (e as { code?: unknown }).code);
+
+/** gRPC UNAVAILABLE or DEADLINE_EXCEEDED anywhere in the cause chain: the server is down or restarting. */
+export function isUnreachable(err: unknown): boolean {
+  return grpcCodes(err).some((code) => code === GRPC_UNAVAILABLE || code === GRPC_DEADLINE_EXCEEDED);
+}
+
+/** NOT_FOUND, from the client or a raw service call: no such workflow (or run). */
+export function isNotFound(err: unknown): boolean {
+  return err instanceof WorkflowNotFoundError || grpcCodes(err).includes(GRPC_NOT_FOUND);
+}
+
+/** One of the server's limits (a rate limit, updates in flight per workflow): a refusal, not an outage. */
+function isLimit(err: unknown): boolean {
+  return grpcCodes(err).includes(GRPC_RESOURCE_EXHAUSTED);
+}
+
+/** Maps what the Temporal client throws onto the seam's typed errors. */
+export function toSubagentError(err: unknown, runId: string): SubagentError {
+  if (err instanceof SubagentError) return err;
+  if (err instanceof WorkflowNotFoundError) {
+    return new SubagentError(`no subagent run with id "${runId}"`, 'UNKNOWN_RUN', { cause: err });
+  }
+  if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
+    const code = err.cause.type as SubagentErrorCode;
+    if (code in SUBAGENT_ERROR_CODES) return new SubagentError(err.cause.message, code, { cause: err });
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  if (isLimit(err)) {
+    return new SubagentError(
+      `Temporal refused a call for run ${runId} at one of its limits: ${message}`,
+      'RESOURCE_EXHAUSTED',
+      {
+        cause: err,
+      },
+    );
+  }
+  return new SubagentError(`Temporal call for run ${runId} failed: ${message}`, 'UNAVAILABLE', { cause: err });
+}
