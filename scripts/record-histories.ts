@@ -3,7 +3,8 @@
 // earlier version, and never to paper over a replay failure: a failing replay means the change
 // needs `patched()`. Since v2 the recordings also take the patched paths (a dispose before the
 // result, a provider that cannot be nudged, a cancel that wins over a dead worker's turn); v3
-// (`v3 cancelled-dead-worker`) adds a cancel that reaches the nested runs at once.
+// (`v3 cancelled-dead-worker`) adds a cancel that reaches the nested runs at once; v4
+// (`v4 start resumed structured agent-loop disposed`) the settle record and a dispose that answers at once.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -22,7 +22,7 @@ describe('replay', () => {
 
   const files = readdirSync(HISTORIES).filter((file) => file.startsWith('subagent-run-') && file.endsWith('.json'));
 
-  it('has recorded histories of each shipped workflow version: v1, v2 with its patched paths, v3', () => {
+  it('has recorded histories of each shipped workflow version: v1, v2 with its patched paths, v3, v4', () => {
     expect(files).toEqual(
       expect.arrayContaining([
         ...['start', 'resumed', 'structured', 'agent-loop'].map((label) => `subagent-run-v1-${label}.json`),
@@ -30,6 +30,7 @@ describe('replay', () => {
           (label) => `subagent-run-v2-${label}.json`,
         ),
         'subagent-run-v3-cancelled-dead-worker.json',
+        ...['start', 'resumed', 'structured', 'agent-loop', 'disposed'].map((label) => `subagent-run-v4-${label}.json`),
       ]),
     );
   });
