@@ -21,9 +21,9 @@ export function isNotFound(err: unknown): boolean {
   return err instanceof WorkflowNotFoundError || grpcCodes(err).includes(GRPC_NOT_FOUND);
 }
 
-/** One of the server's limits (a rate limit, updates in flight per workflow): a refusal, not an outage. */
-function isLimit(err: unknown): boolean {
-  return grpcCodes(err).includes(GRPC_RESOURCE_EXHAUSTED);
+/** One of the server's limits (a rate limit, updates in flight per workflow) in the cause chain: a refusal, not an outage. */
+function limitIn(err: unknown): Error | undefined {
+  return causeChain(err).find((e) => (e as { code?: unknown }).code === GRPC_RESOURCE_EXHAUSTED);
 }
 
 /** Maps what the Temporal client throws onto the seam's typed errors. */
@@ -36,15 +36,14 @@ export function toSubagentError(err: unknown, runId: string): SubagentError {
     const code = err.cause.type as SubagentErrorCode;
     if (code in SUBAGENT_ERROR_CODES) return new SubagentError(err.cause.message, code, { cause: err });
   }
-  const message = err instanceof Error ? err.message : String(err);
-  if (isLimit(err)) {
+  const limit = limitIn(err);
+  if (limit) {
     return new SubagentError(
-      `Temporal refused a call for run ${runId} at one of its limits: ${message}`,
+      `Temporal refused a call for run ${runId} at one of its limits: ${limit.message}`,
       'RESOURCE_EXHAUSTED',
-      {
-        cause: err,
-      },
+      { cause: err },
     );
   }
+  const message = err instanceof Error ? err.message : String(err);
   return new SubagentError(`Temporal call for run ${runId} failed: ${message}`, 'UNAVAILABLE', { cause: err });
 }

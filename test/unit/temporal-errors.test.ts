@@ -1,0 +1,28 @@
+// What the Temporal client throws, as the seam's typed errors: a server limit is its own code,
+// never an outage, and never retried as one.
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { isUnreachable, toSubagentError } from '../../src/client/temporal-errors';
+
+/** A gRPC error as the client surfaces it: a status code, maybe wrapped. */
+const grpcError = (code: number, message: string) => Object.assign(new Error(message), { code });
+
+it('maps RESOURCE_EXHAUSTED anywhere in the cause chain to its own code, not UNAVAILABLE', () => {
+  const limit = grpcError(8, 'limit on number of concurrent in-flight updates has been reached (10)');
+  const wrapped = new Error('Workflow Update failed', { cause: limit });
+  for (const err of [limit, wrapped]) {
+    expect(isUnreachable(err)).toBe(false);
+    expect(toSubagentError(err, 'subagent-x:1')).toMatchObject({
+      code: 'RESOURCE_EXHAUSTED',
+      message: expect.stringContaining('in-flight updates'),
+    });
+  }
+});
+
+it('keeps an unreachable server UNAVAILABLE and a missing workflow UNKNOWN_RUN', () => {
+  const down = grpcError(14, 'connection refused');
+  expect(isUnreachable(down)).toBe(true);
+  expect(toSubagentError(down, 'subagent-x:1').code).toBe('UNAVAILABLE');
+  expect(toSubagentError(new WorkflowNotFoundError('gone', 'subagent-x:1', undefined), 'subagent-x:1').code).toBe(
+    'UNKNOWN_RUN',
+  );
+});
