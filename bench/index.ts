@@ -371,11 +371,11 @@ async function main(): Promise<void> {
       results.history_bytes_per_turn = perTurn;
       log(`5. History bytes per model call (model call + tool call per step, fake model server):`);
       log(`   10 calls ${perTurn['10']}   50 calls ${perTurn['50']}   200 calls ${perTurn['200']}   goal: flat`);
+
+      // 8. Observers: 1,000 waiters on one run from 5 connections, by each way of waiting.
+      await observers(temporal.address, temporal.devServer?.pid, service, timing, results);
     }),
   );
-
-  // 8. Observers: 1,000 waiters on one run from 5 connections, by each way of waiting.
-  await subagentWorker.runUntil(() => observers(temporal.address, temporal.devServer?.pid, service, timing, results));
 
   // 6 and 7 run workers as processes of their own, to measure and to kill them.
   const address = temporal.address;

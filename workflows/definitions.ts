@@ -160,8 +160,18 @@ export const resumeUpdate = defineUpdate<{ segment: number }, [ResumeArgs]>('res
  * answers as soon as the segment is told to stop; the caller then waits for the run to close.
  */
 export const disposeUpdate = defineUpdate<{ disposed: boolean }, [{ segment: number }]>('dispose');
+/**
+ * Always refused, so it writes nothing; it only makes the server run a workflow task now. A run
+ * that continued as new within a second of its start waits out the server's minimal interval
+ * before its first task (`system.workflowIdReuseMinimalInterval`, 1 s); the resuming caller sends
+ * this so the resumed segment starts at once.
+ */
+export const wakeUpdate = defineUpdate<void, []>('wake');
 export const statusQuery = defineQuery<SubagentRunStatus>('status');
-/** How observers wait for a result: asked after each new history event, it writes nothing. */
+/**
+ * Where the segments stand, asked once by an observer that joins (and by one on a server that
+ * shows no history); writes nothing. Observers otherwise read the settle point in history.
+ */
 export const segmentOutcomeQuery = defineQuery<SegmentOutcomeReply>('segmentOutcome');
 /** What a worker that lacks the conversation in its cache fetches; writes nothing to history. */
 export const runContextQuery = defineQuery<RunContextSnapshot>('runContext');

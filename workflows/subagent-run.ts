@@ -43,6 +43,7 @@ import {
   segmentResultUpdate,
   sendMessageSignal,
   statusQuery,
+  wakeUpdate,
 } from './definitions';
 import { PROVIDER_ATTRIBUTE, STATUS_ATTRIBUTE, STOP_REASON_ATTRIBUTE } from './search-attributes';
 import { RunState, turnRunner } from './turns';
@@ -175,6 +176,12 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
       await CancellationScope.nonCancellable(() => condition(() => outcome !== undefined));
     }
     return { disposed: true };
+  });
+
+  setHandler(wakeUpdate, () => undefined, {
+    validator: () => {
+      throw ApplicationFailure.nonRetryable('nothing to do: the task that carried this has run', 'WOKEN');
+    },
   });
 
   setHandler(segmentOutcomeQuery, () => ({

@@ -16,6 +16,7 @@ import {
   segmentResultUpdate,
   sendMessageSignal,
   statusQuery,
+  wakeUpdate,
 } from '../../workflows/definitions';
 import type { subagentRunWorkflow } from '../../workflows/subagent-run';
 import type { ContentBlock } from '../seam/content';
@@ -143,8 +144,10 @@ export class RunHandle {
   /** This segment's outcome once it settles, read without touching the run (run-outcomes.ts). */
   private async awaitOutcome(): Promise<SegmentOutcome> {
     const { client, reconnectWindowMs } = this.context;
+    // A segment this handle began settles where the history shows it; an attached one may have settled long ago.
+    const ask = this.init.begin === undefined;
     try {
-      return await segmentOutcome(client, this.init.runId, this.segment, reconnectWindowMs);
+      return await segmentOutcome(client, this.init.runId, this.segment, { reconnectWindowMs, ask });
     } catch (err) {
       if (err instanceof OutcomeQueryMissing) return this.outcomeByUpdate();
       throw err;
@@ -319,6 +322,7 @@ export class RunHandle {
         };
         try {
           await withinDeadline(this.context, () => this.handle.executeUpdate(resumeUpdate, { args: [args] }));
+          this.wake();
         } catch (err) {
           // NotFound also means closed (its window passed since this handle looked): not resumable.
           if (err instanceof WorkflowNotFoundError && (await workflowExists(this.handle))) {
@@ -333,6 +337,15 @@ export class RunHandle {
       emitEvents: true,
     });
     return next.run;
+  }
+
+  /**
+   * Starts the resumed segment's first task now rather than after the server's minimal interval
+   * between a young run and the run it continues as (`wakeUpdate`). In the background; the run
+   * refuses it, which writes nothing, and a failure only leaves the interval in place.
+   */
+  private wake(): void {
+    this.handle.executeUpdate(wakeUpdate).catch(() => undefined);
   }
 
   private reportBackgroundFailure(operation: string, err: unknown): SubagentError {

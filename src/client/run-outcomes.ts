@@ -43,12 +43,15 @@ const byClient = new WeakMap<Client, Map<string, RunWatch>>();
 /**
  * Segment `segment`'s outcome (default: the current segment's) once it settles, waiting on the
  * process's one watch of the run. Rides out a server that is away for up to `reconnectWindowMs`.
+ * `ask`: also ask the run at once, for a segment that may have settled before the settle record
+ * existed (an attached run); a caller that began the segment itself need not (a run without the
+ * record is asked once its history has been quiet for a long poll).
  */
 export function segmentOutcome(
   client: Client,
   runId: string,
   segment: number | undefined,
-  reconnectWindowMs: number,
+  { reconnectWindowMs, ask = true }: { reconnectWindowMs: number; ask?: boolean },
 ): Promise<SegmentOutcome> {
   let watches = byClient.get(client);
   if (!watches) byClient.set(client, (watches = new Map()));
@@ -58,7 +61,7 @@ export function segmentOutcome(
     watch = new RunWatch(client, runId, idle);
     watches.set(runId, watch);
   }
-  return watch.wait(segment, reconnectWindowMs);
+  return watch.wait(segment, reconnectWindowMs, ask);
 }
 
 class RunWatch {
@@ -79,15 +82,14 @@ class RunWatch {
     this.handle = client.workflow.getHandle(runId);
   }
 
-  wait(segment: number | undefined, reconnectWindowMs: number): Promise<SegmentOutcome> {
+  wait(segment: number | undefined, reconnectWindowMs: number, ask: boolean): Promise<SegmentOutcome> {
     return new Promise((resolve, reject) => {
       this.waiters.add({ segment, reconnectWindowMs, resolve, reject });
       if (!this.following) {
         this.following = true;
         void this.follow();
       }
-      // The run may have settled long ago: no new event would tell.
-      this.check();
+      if (ask) this.check();
     });
   }
 

@@ -9,7 +9,7 @@ import {
   textReply,
   toolCallReply,
 } from '../../src/testing';
-import type { SubagentRun } from '../../src';
+import { runStarted, type SubagentRun } from '../../src';
 import { createSpawnProvider } from '../../src/worker';
 import { statusQuery } from '../../workflows/definitions';
 import { eventually, newService, startTestServer, startWorker, TestServer, text } from '../helpers/temporal';
@@ -68,7 +68,11 @@ it('continues a long segment as new between turns, delivering every message once
     parent: { id: 'p' },
     agentOptions: { script: Array.from({ length: 9 }, () => ({ reply: '{input}' })) },
   });
+  await runStarted(run);
+  // An observer that began in the first Temporal run follows the segment into the next ones.
+  const observer = service.attach(run.id);
   const result = await run.result;
+  expect(await observer.result).toEqual(result);
   onTurnStart = () => undefined;
   const inputs = events.filter((e) => e.runId === run.id && e.kind === 'turn-start').map((e) => e.input);
   expect(inputs.flat()).toEqual(['m0', ...messages]);
