@@ -4,7 +4,8 @@
 // needs `patched()`. Since v2 the recordings also take the patched paths (a dispose before the
 // result, a provider that cannot be nudged, a cancel that wins over a dead worker's turn); v3
 // (`v3 cancelled-dead-worker`) adds a cancel that reaches the nested runs at once; v4
-// (`v4 start resumed structured agent-loop disposed`) the settle record and a dispose that answers at once.
+// (`v4 start resumed structured agent-loop disposed`) the settle record and a dispose that answers at
+// once; v5 (`v5 disposed`) a segment that closes the run without a settle record.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

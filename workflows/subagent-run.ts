@@ -60,6 +60,8 @@ const NUDGE_NEEDS_STEERING_PATCH = 'nudge-needs-steering';
 const DISPOSE_ANSWERS_AT_ONCE_PATCH = 'dispose-answers-at-once';
 /** Patch: a settled segment records its outcome in history, where observers and the audit read it. */
 const SETTLE_RECORD_PATCH = 'settle-record';
+/** Patch: only a segment that parks records its settle point; one that closes the run has its result. */
+const SETTLE_RECORD_ONLY_PARKED_PATCH = 'settle-record-only-parked';
 
 const { subagentSegmentSettled } = proxyLocalActivities<{
   subagentSegmentSettled(outcome: SegmentOutcome): Promise<SegmentOutcome>;
@@ -355,9 +357,11 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   const parks = input.resumable && !disposeRequested && !runCancelled() && result.stopReason !== 'aborted';
   const usage = input.driver === 'agent-loop' ? { usage: state.usage } : {};
   outcome = { segment, result, ...usage, ...(parks ? { resumableUntil: Date.now() + settings.resumeWindowMs } : {}) };
-  // The settle point, once per segment however many wait on it: observers long-poll the history for it.
+  // The settle point, once per segment however many wait on it: observers long-poll the history
+  // for it. A segment that closes the run needs none: the workflow's result is its outcome.
   const settled = outcome;
-  if (patched(SETTLE_RECORD_PATCH)) await CancellationScope.nonCancellable(() => subagentSegmentSettled(settled));
+  const recordsSettle = patched(SETTLE_RECORD_PATCH) && (parks || !patched(SETTLE_RECORD_ONLY_PARKED_PATCH));
+  if (recordsSettle) await CancellationScope.nonCancellable(() => subagentSegmentSettled(settled));
 
   if (indexed) {
     upsertSearchAttributes([

@@ -171,6 +171,17 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
             0,
             event.workflowExecutionCompletedEventAttributes?.result?.payloads,
           )) as SubagentRunOutcome;
+          // A segment that closed the run records no settle point: its result is the workflow's.
+          if (!reportedSegments.has(outcome.segment)) {
+            reportedSegments.add(outcome.segment);
+            const { segment, result, usage, resumableUntil } = outcome;
+            yield draft('result', {
+              segment,
+              result,
+              ...(usage === undefined ? {} : { usage }),
+              ...(resumableUntil === undefined ? {} : { resumableUntil }),
+            });
+          }
           yield draft('close', {
             closedBy: outcome.closedBy,
             segment: outcome.segment,

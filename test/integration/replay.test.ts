@@ -22,7 +22,7 @@ describe('replay', () => {
 
   const files = readdirSync(HISTORIES).filter((file) => file.startsWith('subagent-run-') && file.endsWith('.json'));
 
-  it('has recorded histories of each shipped workflow version: v1, v2 with its patched paths, v3, v4', () => {
+  it('has recorded histories of each shipped workflow version: v1, v2 with its patched paths, v3, v4, v5', () => {
     expect(files).toEqual(
       expect.arrayContaining([
         ...['start', 'resumed', 'structured', 'agent-loop'].map((label) => `subagent-run-v1-${label}.json`),
@@ -31,6 +31,7 @@ describe('replay', () => {
         ),
         'subagent-run-v3-cancelled-dead-worker.json',
         ...['start', 'resumed', 'structured', 'agent-loop', 'disposed'].map((label) => `subagent-run-v4-${label}.json`),
+        'subagent-run-v5-disposed.json',
       ]),
     );
   });

@@ -5,7 +5,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Browser, chromium } from 'playwright-core';
 import { createScriptedProvider, freePort } from '../../src/testing';
-import { newService, startTestServer, startWorker, TestServer, text, uniqueName } from '../helpers/temporal';
+import {
+  eventually,
+  newService,
+  startTestServer,
+  startWorker,
+  TestServer,
+  text,
+  uniqueName,
+} from '../helpers/temporal';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 let temporal: TestServer;
@@ -42,8 +50,11 @@ it('lists runs filtered on their search attributes and shows a run’s page', as
   const run = service.start(scripted.name, { prompt: text('visible in the UI'), parent: { id: 'p' } });
   await run.result;
 
+  // The list reads visibility, which follows the run's history a moment later.
+  const filter = `SubagentProvider="${scripted.name}" AND SubagentStatus="parked"`;
+  await eventually(async () => ((await temporal.client.workflow.count(filter)).count > 0 ? true : undefined));
   const page = await browser.newPage();
-  const query = encodeURIComponent(`SubagentProvider="${scripted.name}" AND SubagentStatus="parked"`);
+  const query = encodeURIComponent(filter);
   await page.goto(`${temporal.server.uiUrl}/namespaces/default/workflows?query=${query}`);
   await page.getByText(run.id).first().waitFor({ timeout: 30_000 });
   await page.screenshot({ path: join(mkdtempSync(join(tmpdir(), 'subagent-ui-')), 'list.png') });
