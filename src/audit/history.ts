@@ -11,10 +11,10 @@ import {
   TURN_ACTIVITY,
   type TurnActivityResult,
 } from '../../activities/types';
-import type { SegmentResultReply, SubagentRunInput, SubagentRunOutcome } from '../../workflows/definitions';
+import type { SegmentResultReply, SubagentRunInput } from '../../workflows/definitions';
 import { SubagentError } from '../seam/errors';
 import type { SubagentPermissionDecision } from '../seam/result';
-import { settledOutcome } from '../temporal/run-history';
+import { closedOutcome, settledOutcome } from '../temporal/run-history';
 import { type AuditDraft, type AuditRecord, sealAudit } from './chain';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -166,11 +166,7 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
           next = event.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
           break;
         case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: {
-          const outcome = (await decodeFromPayloadsAtIndex(
-            converter,
-            0,
-            event.workflowExecutionCompletedEventAttributes?.result?.payloads,
-          )) as SubagentRunOutcome;
+          const outcome = await closedOutcome(converter, event);
           // A segment that closed the run records no settle point: its result is the workflow's.
           if (!reportedSegments.has(outcome.segment)) {
             reportedSegments.add(outcome.segment);

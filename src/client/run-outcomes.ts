@@ -12,7 +12,7 @@ import {
   segmentOutcomeQuery,
 } from '../../workflows/definitions';
 import { SubagentError } from '../seam/errors';
-import { EventType, type HistoryEvent, runInput, settledOutcome } from '../temporal/run-history';
+import { EventType, type HistoryEvent, closedOutcome, runInput, settledOutcome } from '../temporal/run-history';
 import { isNotFound, isUnreachable, toSubagentError } from './temporal-errors';
 
 const CLOSING_EVENTS = new Set<number>([
@@ -130,6 +130,9 @@ class RunWatch {
       }
       for (const event of events) {
         const type = event.eventType ?? 0;
+        if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED) {
+          return this.settleClosed(await closedOutcome(converter, event));
+        }
         if (CLOSING_EVENTS.has(type)) return this.settleClosed();
         if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) {
           const { carried } = await runInput(converter, event);
@@ -231,11 +234,11 @@ class RunWatch {
     }
   }
 
-  /** The workflow closed: its result is its last segment's outcome. */
-  private async settleClosed(): Promise<void> {
+  /** The workflow closed: its result (`known`, from its close event, or asked for) is its last segment's outcome. */
+  private async settleClosed(known?: SubagentRunOutcome): Promise<void> {
     let closed: SubagentRunOutcome;
     try {
-      closed = await this.handle.result();
+      closed = known ?? (await this.handle.result());
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) return this.rejectAll(this.unknown(err));
       // Terminated or timed out by an operator: no result was produced, which is a child-level failure.

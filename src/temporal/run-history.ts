@@ -4,7 +4,7 @@ import type { LoadedDataConverter } from '@temporalio/common';
 import { decodeArrayFromPayloads, decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
 import { temporal } from '@temporalio/proto';
 import { SETTLED_ACTIVITY } from '../../activities/types';
-import type { SegmentOutcome, SubagentRunInput } from '../../workflows/definitions';
+import type { SegmentOutcome, SubagentRunInput, SubagentRunOutcome } from '../../workflows/definitions';
 
 export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 export const { EventType } = temporal.api.enums.v1;
@@ -32,4 +32,10 @@ export async function settledOutcome(
     { activity_type?: string } | undefined;
   if (data?.activity_type !== SETTLED_ACTIVITY) return undefined;
   return (await decodeFromPayloadsAtIndex(converter, 0, marker.details?.result?.payloads)) as SegmentOutcome;
+}
+
+/** The workflow's own result, from its `WorkflowExecutionCompleted` event. */
+export async function closedOutcome(converter: LoadedDataConverter, event: HistoryEvent): Promise<SubagentRunOutcome> {
+  const payloads = event.workflowExecutionCompletedEventAttributes?.result?.payloads;
+  return (await decodeFromPayloadsAtIndex(converter, 0, payloads)) as SubagentRunOutcome;
 }
