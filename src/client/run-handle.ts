@@ -141,11 +141,13 @@ export class RunHandle {
     );
   }
 
-  /** This segment's outcome once it settles, read without touching the run (run-outcomes.ts). */
-  private async awaitOutcome(): Promise<SegmentOutcome> {
+  /**
+   * This segment's outcome once it settles, read without touching the run (run-outcomes.ts). A
+   * segment this handle began settles where the history shows it; an attached one may have
+   * settled long ago, so the run is asked too.
+   */
+  private async awaitOutcome(ask = this.init.begin === undefined): Promise<SegmentOutcome> {
     const { client, reconnectWindowMs } = this.context;
-    // A segment this handle began settles where the history shows it; an attached one may have settled long ago.
-    const ask = this.init.begin === undefined;
     try {
       return await segmentOutcome(client, this.init.runId, this.segment, { reconnectWindowMs, ask });
     } catch (err) {
@@ -169,8 +171,9 @@ export class RunHandle {
       } catch (err) {
         // A long wait with no worker to accept the update times out the RPC; ask again.
         if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) continue;
-        // The server answers NotFound for a closed workflow too: the watch reads its result.
-        if (err instanceof WorkflowNotFoundError) return this.awaitOutcome();
+        // The server answers NotFound for a closed workflow too: its history holds the result
+        // (asking the run again would only find the query missing once more).
+        if (err instanceof WorkflowNotFoundError) return this.awaitOutcome(false);
         throw err;
       }
       if ('settled' in reply) return reply.settled;

@@ -225,10 +225,7 @@ class RunWatch {
       const outcome = [view.settled, view.previous].find((known) => known?.segment === wanted);
       if (outcome) this.settle(waiter, () => waiter.resolve(outcome));
       else if (complete && wanted !== view.segment && !(wanted === view.segment + 1 && view.resuming)) {
-        const gone = new SubagentError(
-          `run ${this.runId} has no segment ${wanted} (current: ${view.segment})`,
-          'UNKNOWN_RUN',
-        );
+        const gone = this.noSegment(wanted, view.segment);
         this.settle(waiter, () => waiter.reject(gone));
       }
     }
@@ -263,13 +260,14 @@ class RunWatch {
                 `run ${this.runId} closed at segment ${closed.segment} before segment ${wanted} began`,
                 'NOT_RESUMABLE',
               )
-            : new SubagentError(
-                `run ${this.runId} has no segment ${wanted} (current: ${closed.segment})`,
-                'UNKNOWN_RUN',
-              );
+            : this.noSegment(wanted, closed.segment);
         this.settle(waiter, () => waiter.reject(error));
       }
     }
+  }
+
+  private noSegment(wanted: number, current: number): SubagentError {
+    return new SubagentError(`run ${this.runId} has no segment ${wanted} (current: ${current})`, 'UNKNOWN_RUN');
   }
 
   private unknown(cause: unknown): SubagentError {
