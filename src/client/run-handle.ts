@@ -141,15 +141,11 @@ export class RunHandle {
     );
   }
 
-  /**
-   * This segment's outcome once it settles, read without touching the run (run-outcomes.ts). A
-   * segment this handle began settles where the history shows it; an attached one may have
-   * settled long ago, so the run is asked too.
-   */
-  private async awaitOutcome(ask = this.init.begin === undefined): Promise<SegmentOutcome> {
+  /** This segment's outcome once it settles, read without touching the run (run-outcomes.ts). */
+  private async awaitOutcome(): Promise<SegmentOutcome> {
     const { client, reconnectWindowMs } = this.context;
     try {
-      return await segmentOutcome(client, this.init.runId, this.segment, { reconnectWindowMs, ask });
+      return await segmentOutcome(client, this.init.runId, this.segment, { reconnectWindowMs });
     } catch (err) {
       if (err instanceof OutcomeQueryMissing) return this.outcomeByUpdate();
       throw err;
@@ -171,9 +167,8 @@ export class RunHandle {
       } catch (err) {
         // A long wait with no worker to accept the update times out the RPC; ask again.
         if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) continue;
-        // The server answers NotFound for a closed workflow too: its history holds the result
-        // (asking the run again would only find the query missing once more).
-        if (err instanceof WorkflowNotFoundError) return this.awaitOutcome(false);
+        // The server answers NotFound for a closed workflow too: its history holds the result.
+        if (err instanceof WorkflowNotFoundError) return this.awaitOutcome();
         throw err;
       }
       if ('settled' in reply) return reply.settled;

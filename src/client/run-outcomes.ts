@@ -1,7 +1,7 @@
 // How callers learn a segment's outcome without touching the run. Every waiter in a process on one
 // run shares one long poll of the run's history, which follows it through continue-as-new and
 // finds each segment's settle point there (a local activity's marker that carries the outcome).
-// A waiter that joins also asks the run once with a query, which writes nothing. So a run's
+// Only a history quiet for a whole long poll makes it ask the run (a query). So a run's
 // history is the same with a thousand observers as with one. Once the workflow has closed, its
 // own result answers.
 import { Client, QueryNotRegisteredError, WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
@@ -43,15 +43,15 @@ const byClient = new WeakMap<Client, Map<string, RunWatch>>();
 /**
  * Segment `segment`'s outcome (default: the current segment's) once it settles, waiting on the
  * process's one watch of the run. Rides out a server that is away for up to `reconnectWindowMs`.
- * `ask`: also ask the run at once, for a segment that may have settled before the settle record
- * existed (an attached run); a caller that began the segment itself need not (a run without the
- * record is asked once its history has been quiet for a long poll).
+ * The run itself is asked (a query) only once its history has been quiet for a long poll, for a
+ * segment that settled before the settle record existed: a query that reaches the run while a
+ * segment settles would split that workflow task in two, and so add events. `ask` asks at once.
  */
 export function segmentOutcome(
   client: Client,
   runId: string,
   segment: number | undefined,
-  { reconnectWindowMs, ask = true }: { reconnectWindowMs: number; ask?: boolean },
+  { reconnectWindowMs, ask = false }: { reconnectWindowMs: number; ask?: boolean },
 ): Promise<SegmentOutcome> {
   let watches = byClient.get(client);
   if (!watches) byClient.set(client, (watches = new Map()));

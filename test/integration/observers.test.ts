@@ -69,11 +69,11 @@ it('waiters that began before a resume follow it: each gets the segment it waits
   // A waiter that asks for the segment before only once the run moved on still gets it; one
   // for a segment the run never had is refused.
   const { client } = runs.temporal;
-  expect((await segmentOutcome(client, run.id, 0, { reconnectWindowMs: 1000 })).result).toEqual({
+  expect((await segmentOutcome(client, run.id, 0, { reconnectWindowMs: 1000, ask: true })).result).toEqual({
     output: text('one: first'),
     stopReason: 'completed',
   });
-  await expect(segmentOutcome(client, run.id, 5, { reconnectWindowMs: 1000 })).rejects.toMatchObject({
+  await expect(segmentOutcome(client, run.id, 5, { reconnectWindowMs: 1000, ask: true })).rejects.toMatchObject({
     code: 'UNKNOWN_RUN',
   });
   await resumed.dispose();
