@@ -6,7 +6,8 @@
 // (`v3 cancelled-dead-worker`) adds a cancel that reaches the nested runs at once; v4
 // (`v4 start resumed structured agent-loop disposed`) the settle record and a dispose that answers at
 // once; v5 (`v5 disposed`) a segment that closes the run without a settle record.
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
@@ -27,6 +28,7 @@ const [VERSION, ...ONLY] = process.argv.slice(2);
 if (!VERSION) {
   throw new Error('usage: npx tsx scripts/record-histories.ts v<N> [label...] (a version not recorded yet)');
 }
+const HISTORIES = join(__dirname, '..', 'test', 'histories');
 const text = (value: string) => [{ type: 'text' as const, text: value }];
 
 async function main(): Promise<void> {
@@ -127,8 +129,15 @@ async function main(): Promise<void> {
     // A version that changes one path records only the labels given after it.
     for (const [label, workflowId, runId] of recordings.filter(([label]) => !ONLY.length || ONLY.includes(label))) {
       const history = await temporal.client.workflow.getHandle(workflowId, runId).fetchHistory();
-      const file = join(__dirname, '..', 'test', 'histories', `subagent-run-${VERSION}-${label}.json`);
-      writeFileSync(file, historyToJSON(history) + '\n');
+      const name = `subagent-run-${VERSION}-${label}.json`;
+      const file = join(HISTORIES, name);
+      if (existsSync(file)) throw new Error(`${file} exists: recorded histories are never rewritten`);
+      const json = historyToJSON(history) + '\n';
+      writeFileSync(file, json);
+      appendFileSync(
+        join(HISTORIES, 'RECORDED.sha256'),
+        `${createHash('sha256').update(json).digest('hex')}  ${name}\n`,
+      );
       console.log(`wrote ${file} (${history.events?.length} events)`);
     }
   });

@@ -1,5 +1,7 @@
 // Determinism: recorded histories of the shipped run workflow replay against the current code.
-// A failure here means a workflow change needs `patched()`; never re-record to make it pass.
+// A failure here means a workflow change needs `patched()`; never re-record to make it pass
+// (docs/versioning.md). Recordings overwritten before that rule held are back under their own
+// names: `<name>.<commit>.json`, the file as that commit had it.
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
@@ -22,7 +24,7 @@ describe('replay', () => {
 
   const files = readdirSync(HISTORIES).filter((file) => file.startsWith('subagent-run-') && file.endsWith('.json'));
 
-  it('has recorded histories of each shipped workflow version: v1, v2 with its patched paths, v3, v4, v5', () => {
+  it('has recorded histories of each shipped workflow version: v1, v2 with its patched paths, v3, v4, v5, and the overwritten ones', () => {
     expect(files).toEqual(
       expect.arrayContaining([
         ...['start', 'resumed', 'structured', 'agent-loop'].map((label) => `subagent-run-v1-${label}.json`),
@@ -32,6 +34,12 @@ describe('replay', () => {
         'subagent-run-v3-cancelled-dead-worker.json',
         ...['start', 'resumed', 'structured', 'agent-loop', 'disposed'].map((label) => `subagent-run-v4-${label}.json`),
         'subagent-run-v5-disposed.json',
+        ...['start', 'resumed'].map((label) => `subagent-run-v1-${label}.ec5e0de.json`),
+        ...['start', 'resumed', 'structured'].map((label) => `subagent-run-v1-${label}.d523cac.json`),
+        ...['start', 'resumed', 'structured', 'agent-loop'].map((label) => `subagent-run-v1-${label}.ad44515.json`),
+        ...['start', 'resumed', 'structured', 'agent-loop', 'disposed', 'unnudged'].map(
+          (label) => `subagent-run-v2-${label}.92b4f8b.json`,
+        ),
       ]),
     );
   });
