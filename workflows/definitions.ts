@@ -61,8 +61,11 @@ export interface SubagentRunCarry {
   droppedMessages: number;
   /** Runs this run's turns started (nested delegations); cancelled with it. */
   children: string[];
-  /** Set when a segment continued as new between two of its turns. */
-  midSegment?: { nudgesLeft: number; lastOutput: ContentBlock[] };
+  /**
+   * Set when a segment continued as new between two of its turns, or (with `turn`) between two
+   * model calls of an agent-loop turn.
+   */
+  midSegment?: { nudgesLeft: number; lastOutput: ContentBlock[]; turn?: { turn: number; step: number; base: number } };
   /** Ids of the latest messages received, so a retried signal is counted once across it too. */
   messageIds?: string[];
   /** The outcome of the segment this one resumed, for an observer that missed its settling. */

@@ -46,7 +46,7 @@ import {
   wakeUpdate,
 } from './definitions';
 import { PROVIDER_ATTRIBUTE, STATUS_ATTRIBUTE, STOP_REASON_ATTRIBUTE } from './search-attributes';
-import { RunState, turnRunner } from './turns';
+import { type MidTurn, RunState, turnRunner } from './turns';
 
 /** Patch: a dispose before the segment settled ends it `error` (seam §5.5), not `aborted`. */
 const DISPOSE_SETTLES_ERROR_PATCH = 'dispose-settles-error';
@@ -62,6 +62,8 @@ const DISPOSE_ANSWERS_AT_ONCE_PATCH = 'dispose-answers-at-once';
 const SETTLE_RECORD_PATCH = 'settle-record';
 /** Patch: only a segment that parks records its settle point; one that closes the run has its result. */
 const SETTLE_RECORD_ONLY_PARKED_PATCH = 'settle-record-only-parked';
+/** Patch: an agent-loop turn continues as new between two model calls when the server suggests it. */
+const CONTINUE_AS_NEW_MID_TURN_PATCH = 'continue-as-new-mid-turn';
 
 const { subagentSegmentSettled } = proxyLocalActivities<{
   subagentSegmentSettled(outcome: SegmentOutcome): Promise<SegmentOutcome>;
@@ -264,9 +266,16 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     let nudgesLeft = carried?.midSegment?.nudgesLeft ?? settings.structuredNudgeRetries;
     let lastOutput = carried?.midSegment?.lastOutput ?? [];
     let last: SubagentTurnResult | undefined;
+    // Between two model calls of a long agent-loop turn the whole state is in `state` too.
+    const betweenSteps = async (turn: MidTurn) => {
+      if (!workflowInfo().continueAsNewSuggested || !patched(CONTINUE_AS_NEW_MID_TURN_PATCH)) return;
+      const next = carry([...state.pending], { nudgesLeft, lastOutput, turn });
+      if (!carryViolation(next)) await continueWith(next);
+    };
     try {
       await segmentScope.run(async () => {
-        let turnInput = state.pending.splice(0);
+        let resumeAt = carried?.midSegment?.turn;
+        let turnInput = resumeAt ? [] : state.pending.splice(0);
         for (let turnsHere = 0; ; turnsHere++) {
           // Between turns the whole state is in `state`: a safe point to start a fresh history,
           // unless the conversation has outgrown what one payload can carry.
@@ -274,7 +283,8 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
             const next = carry([...turnInput, ...state.pending], { nudgesLeft, lastOutput });
             if (!carryViolation(next)) await continueWith(next);
           }
-          last = await runTurn(turnInput);
+          last = await runTurn(turnInput, { ...(resumeAt ? { resumeAt } : {}), betweenSteps });
+          resumeAt = undefined;
           if (last.output.length > 0) lastOutput = last.output;
           if (last.structured !== undefined || last.stopReason !== 'completed') return;
           // A provider that takes messages within its turns has had its chance at these: they

@@ -28,7 +28,24 @@ export interface RunState {
   providerState?: JsonValue;
 }
 
-export type TurnRunner = (turnInput: ContentBlock[][]) => Promise<SubagentTurnResult>;
+/** Where an agent-loop turn stood when its run continued as new between two model calls. */
+export interface MidTurn {
+  /** The turn's number. */
+  turn: number;
+  /** The model call to make next. */
+  step: number;
+  /** Where the conversation the next model call is sent as new begins (`delta`). */
+  base: number;
+}
+
+export interface TurnOptions {
+  /** Carry on a turn the run's previous Temporal run began (agent loop only). */
+  resumeAt?: MidTurn;
+  /** Called between two model calls of an agent-loop turn, before the next; may continue as new. */
+  betweenSteps?: (at: MidTurn) => Promise<void>;
+}
+
+export type TurnRunner = (turnInput: ContentBlock[][], options?: TurnOptions) => Promise<SubagentTurnResult>;
 
 type Activities = ReturnType<typeof createActivities>;
 type ToolActivities = Record<string, (input: ToolActivityInput) => Promise<ToolCallOutcome>>;
@@ -81,11 +98,17 @@ export function turnRunner(
     }
   }
 
-  async function agentLoopTurn(turnInput: ContentBlock[][]): Promise<SubagentTurnResult> {
-    const turn = state.turn++;
-    let base = state.transcript.length;
-    state.transcript.push(...turnInput.map(userEntry));
-    for (let step = 0; ; step++) {
+  async function agentLoopTurn(
+    turnInput: ContentBlock[][],
+    { resumeAt, betweenSteps }: TurnOptions = {},
+  ): Promise<SubagentTurnResult> {
+    const turn = resumeAt?.turn ?? state.turn++;
+    let base = resumeAt?.base ?? state.transcript.length;
+    // A carried-on turn goes on as it would have: messages that came meanwhile join before the next call.
+    state.transcript.push(...(resumeAt ? state.pending.splice(0) : turnInput).map(userEntry));
+    const firstStep = resumeAt?.step ?? 0;
+    for (let step = firstStep; ; step++) {
+      if (step > firstStep) await betweenSteps?.({ turn, step, base });
       if (step === maxStepsPerTurn) {
         return {
           output: [],

@@ -2,7 +2,6 @@
 // seam-level records (start, messages, turns, model and tool calls, permission decisions,
 // cancel, results, close); `exportAudit` seals them into the hash chain of chain.ts.
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
-import { decodeArrayFromPayloads, decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
 import { temporal } from '@temporalio/proto';
 import {
   MODEL_CALL_ACTIVITY,
@@ -14,7 +13,7 @@ import {
 import type { SegmentResultReply, SubagentRunInput } from '../../workflows/definitions';
 import { SubagentError } from '../seam/errors';
 import type { SubagentPermissionDecision } from '../seam/result';
-import { closedOutcome, settledOutcome } from '../temporal/run-history';
+import { closedOutcome, decodePayload, decodePayloads, settledOutcome } from '../temporal/run-history';
 import { type AuditDraft, type AuditRecord, sealAudit } from './chain';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -57,7 +56,7 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
       switch (event.eventType) {
         case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED: {
           const attributes = event.workflowExecutionStartedEventAttributes!;
-          const [input] = (await decodeArrayFromPayloads(converter, attributes.input?.payloads)) as [SubagentRunInput];
+          const [input] = (await decodePayloads(converter, attributes.input?.payloads)) as [SubagentRunInput];
           if (!input.carried) {
             yield draft('start', {
               provider: input.provider,
@@ -76,7 +75,7 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
         }
         case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED: {
           const attributes = event.workflowExecutionSignaledEventAttributes!;
-          const [args] = await decodeArrayFromPayloads(converter, attributes.input?.payloads);
+          const [args] = await decodePayloads(converter, attributes.input?.payloads);
           if (attributes.signalName === 'sendMessage') {
             // A signal retried after a lost response is one message, as the workflow counts it.
             const { content, id } = args as { content: unknown; id?: string };
@@ -89,7 +88,7 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
         case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED: {
           const request = event.workflowExecutionUpdateAcceptedEventAttributes!.acceptedRequest?.input;
           if (request?.name === 'resume' || request?.name === 'dispose') {
-            const [args] = await decodeArrayFromPayloads(converter, request.args?.payloads);
+            const [args] = await decodePayloads(converter, request.args?.payloads);
             yield draft(request.name, args);
           }
           break;
@@ -97,8 +96,7 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
         case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED: {
           const success = event.workflowExecutionUpdateCompletedEventAttributes!.outcome?.success;
           if (!success?.payloads?.length) break;
-          const reply = (await decodeFromPayloadsAtIndex(converter, 0, success.payloads)) as
-            SegmentResultReply | undefined;
+          const reply = (await decodePayload(converter, success.payloads)) as SegmentResultReply | undefined;
           // Histories from before the settle record: every caller's wait for a segment answers
           // with the same result; record it once.
           if (
@@ -123,7 +121,7 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
         }
         case EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: {
           const attributes = event.activityTaskScheduledEventAttributes!;
-          const [input] = await decodeArrayFromPayloads(converter, attributes.input?.payloads);
+          const [input] = await decodePayloads(converter, attributes.input?.payloads);
           scheduled.set(String(event.eventId), { type: attributes.activityType?.name ?? '', input });
           break;
         }
@@ -131,7 +129,7 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
           const attributes = event.activityTaskCompletedEventAttributes!;
           const activity = scheduled.get(String(attributes.scheduledEventId));
           if (!activity) break;
-          const result = await decodeFromPayloadsAtIndex(converter, 0, attributes.result?.payloads);
+          const result = await decodePayload(converter, attributes.result?.payloads);
           for (const record of activityRecords(activity.type, activity.input, result)) {
             yield draft(record.type, record.data);
           }

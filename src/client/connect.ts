@@ -2,7 +2,8 @@
 // gRPC client connection, so the process never loads the Temporal worker's native runtime.
 import { Client, Connection } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
-import { connectionOptionsOf, encryptedClient, temporalSettingsFromEnv, unreachable } from '../temporal/config';
+import { resolve } from 'node:path';
+import { clientFromEnv, connectionOptionsOf, temporalSettingsFromEnv, unreachable } from '../temporal/config';
 
 /** Where `subagents dev` serves, and where a client looks when no server is configured. */
 export const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233';
@@ -11,7 +12,7 @@ export interface SubagentClientConnection {
   readonly address: string;
   readonly namespace: string;
   readonly connection: Connection;
-  /** With the environment's encryption (SUBAGENT_ENCRYPTION_KEYS) on its data converter. */
+  /** With the environment's data converter: encryption, large payloads out of the history. */
   readonly client: Client;
   readonly dataConverter?: DataConverter;
   close(): Promise<void>;
@@ -29,7 +30,8 @@ export interface ConnectClientOptions {
  * time, `INVALID_CONFIG` for a configuration that cannot work. The caller must `close()`.
  */
 export async function connectClient(options: ConnectClientOptions = {}): Promise<SubagentClientConnection> {
-  const settings = temporalSettingsFromEnv(options.env) ?? { address: DEFAULT_TEMPORAL_ADDRESS, namespace: 'default' };
+  const configured = temporalSettingsFromEnv(options.env);
+  const settings = configured ?? { address: DEFAULT_TEMPORAL_ADDRESS, namespace: 'default' };
   let connection: Connection;
   try {
     connection = await Connection.connect({
@@ -43,7 +45,18 @@ export async function connectClient(options: ConnectClientOptions = {}): Promise
     address: settings.address,
     namespace: settings.namespace,
     connection,
-    ...encryptedClient(connection, settings.namespace, options.env),
+    // No server configured: `subagents dev`'s, whose payloads are files under its data directory.
+    ...clientFromEnv(
+      connection,
+      settings.namespace,
+      options.env,
+      configured ? undefined : defaultPayloadDir(options.env),
+    ),
     close: () => connection.close(),
   };
+}
+
+/** Where the embedded default keeps offloaded payloads: `payloads/` in its data directory. */
+export function defaultPayloadDir(env: NodeJS.ProcessEnv = process.env, dataDir?: string): string {
+  return resolve(dataDir ?? env.SUBAGENTS_DATA_DIR ?? '.data', 'payloads');
 }

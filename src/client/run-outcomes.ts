@@ -95,7 +95,7 @@ class RunWatch {
 
   /** Long-polls the history for new events, run after run, until no waiter is left. */
   private async follow(): Promise<void> {
-    const { namespace, loadedDataConverter: converter } = this.client.options;
+    const { namespace } = this.client.options;
     let execution: { workflowId: string; runId?: string } = { workflowId: this.runId };
     let nextPageToken: Uint8Array | undefined;
     let view: SegmentOutcomeReply | undefined;
@@ -128,32 +128,18 @@ class RunWatch {
         backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
         continue;
       }
-      for (const event of events) {
-        const type = event.eventType ?? 0;
-        if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED) {
-          return this.settleClosed(await closedOutcome(converter, event));
-        }
-        if (CLOSING_EVENTS.has(type)) return this.settleClosed();
-        if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) {
-          const { carried } = await runInput(converter, event);
-          view = {
-            segment: carried?.segment ?? 0,
-            resuming: false,
-            ...(carried?.previous ? { previous: carried.previous } : {}),
-          };
-        } else if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED && view) {
-          if (event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'resume') {
-            view.resuming = true;
-          }
-        } else if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW) {
-          const runId = event.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
-          execution = { workflowId: this.runId, ...(runId ? { runId } : {}) };
+      let read: Awaited<ReturnType<RunWatch['read']>>;
+      try {
+        read = await this.read(events, view, (next) => {
+          execution = next;
           nextPageToken = undefined;
-        } else if (view) {
-          const settled = await settledOutcome(converter, event);
-          if (settled) view.settled = settled;
-        }
+        });
+      } catch (err) {
+        // A payload that cannot be read (gone from the payload store) will not be readable later.
+        return this.rejectAll(toSubagentError(err, this.runId));
       }
+      if (read === 'closed') return;
+      view = read;
       // The history is read page by page: what it has not shown yet is no reason to give up.
       if (view) this.answer(view, false);
       // A running workflow has more than its start event: a server that pages no further (the
@@ -162,6 +148,49 @@ class RunWatch {
       // A long poll that timed out (20 s): ask the run too, in case an answer was missed.
       if (events.length === 0) this.check();
     }
+  }
+
+  /**
+   * Reads one page of events into `view`: the segment a run's start carries, an accepted resume,
+   * a settle point; `moveTo` the next run at a continue-as-new. Returns 'closed' once the workflow
+   * has closed (its waiters answered).
+   */
+  private async read(
+    events: HistoryEvent[],
+    view: SegmentOutcomeReply | undefined,
+    moveTo: (execution: { workflowId: string; runId?: string }) => void,
+  ): Promise<SegmentOutcomeReply | undefined | 'closed'> {
+    const converter = this.client.options.loadedDataConverter;
+    for (const event of events) {
+      const type = event.eventType ?? 0;
+      if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED) {
+        await this.settleClosed(await closedOutcome(converter, event));
+        return 'closed';
+      }
+      if (CLOSING_EVENTS.has(type)) {
+        await this.settleClosed();
+        return 'closed';
+      }
+      if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) {
+        const { carried } = await runInput(converter, event);
+        view = {
+          segment: carried?.segment ?? 0,
+          resuming: false,
+          ...(carried?.previous ? { previous: carried.previous } : {}),
+        };
+      } else if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED && view) {
+        if (event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'resume') {
+          view.resuming = true;
+        }
+      } else if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW) {
+        const runId = event.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
+        moveTo({ workflowId: this.runId, ...(runId ? { runId } : {}) });
+      } else if (view) {
+        const settled = await settledOutcome(converter, event);
+        if (settled) view.settled = settled;
+      }
+    }
+    return view;
   }
 
   /** For a server that shows no history: asks the run, at most a second apart, until no waiter is left. */

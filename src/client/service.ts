@@ -16,7 +16,8 @@ import {
   STATUS_ATTRIBUTE,
 } from '../../workflows/search-attributes';
 import type { subagentRunWorkflow } from '../../workflows/subagent-run';
-import { DEFAULT_MAX_PAYLOAD_BYTES, RUN_ID_PREFIX, defaultTaskQueue } from '../seam/constants';
+import { RUN_ID_PREFIX, defaultTaskQueue } from '../seam/constants';
+import { defaultPayloadLimit } from '../temporal/payload-store';
 import { SubagentError, causeChain } from '../seam/errors';
 import { canonicalJson } from '../seam/json';
 import { requestedModel } from '../seam/delegation';
@@ -56,7 +57,10 @@ export interface TemporalSubagentServiceOptions {
   reconnectWindowMs?: number;
   /** Keep the runs' search attributes (provider, parent, depth, status, stop reason). Default true. */
   searchAttributes?: boolean;
-  /** Largest request, message or resume content accepted; default just under Temporal's 2 MiB. */
+  /**
+   * Largest request, message or resume content accepted; default just under Temporal's 2 MiB, or
+   * 256 MiB when the client's data converter offloads large payloads.
+   */
   maxPayloadBytes?: number;
   logger?: SubagentLogger;
 }
@@ -86,7 +90,7 @@ export class TemporalSubagentService {
       client: options.client,
       events: this.events,
       logger,
-      maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+      maxPayloadBytes: options.maxPayloadBytes ?? defaultPayloadLimit(options.client.options.loadedDataConverter),
       startTimeoutMs: options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS,
       reconnectWindowMs: options.reconnectWindowMs ?? DEFAULT_RECONNECT_WINDOW_MS,
     };

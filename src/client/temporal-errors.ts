@@ -36,6 +36,9 @@ export function toSubagentError(err: unknown, runId: string): SubagentError {
     const code = err.cause.type as SubagentErrorCode;
     if (code in SUBAGENT_ERROR_CODES) return new SubagentError(err.cause.message, code, { cause: err });
   }
+  // A blob the history refers to is gone: no retry will bring it back.
+  const missing = causeChain(err).find((e) => e instanceof ApplicationFailure && e.type === 'PAYLOAD_MISSING');
+  if (missing) return new SubagentError(missing.message, 'PAYLOAD_MISSING', { cause: err });
   const limit = limitIn(err);
   if (limit) {
     return new SubagentError(

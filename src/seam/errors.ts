@@ -33,6 +33,8 @@ export const SUBAGENT_ERROR_CODES = {
   UNAVAILABLE: 'UNAVAILABLE',
   /** Any run operation: the server refused the call for one of its limits (a rate, updates per run); nothing changed. */
   RESOURCE_EXHAUSTED: 'RESOURCE_EXHAUSTED',
+  /** `result` and any read of a run: a payload its history refers to is gone from the payload store. */
+  PAYLOAD_MISSING: 'PAYLOAD_MISSING',
 } as const;
 
 export type SubagentErrorCode = (typeof SUBAGENT_ERROR_CODES)[keyof typeof SUBAGENT_ERROR_CODES];

@@ -7,6 +7,7 @@ import type { DataConverter } from '@temporalio/common';
 import { loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig';
 import { SubagentError } from '../seam/errors';
 import { codecFromEnv } from './codec';
+import { offloadThresholdFromEnv, payloadStorage, payloadStoreFromEnv } from './payload-store';
 
 export interface TemporalConnectionSettings {
   address: string;
@@ -70,16 +71,34 @@ export function connectionOptionsOf(settings: TemporalConnectionSettings) {
 }
 
 /**
- * A client on `connection` that encrypts with the environment's keys (SUBAGENT_ENCRYPTION_KEYS),
- * and that data converter, for the workers sharing the connection.
+ * The data converter the environment configures, if any: encryption (SUBAGENT_ENCRYPTION_KEYS)
+ * and large payloads out of the history (SUBAGENT_PAYLOAD_STORE, SUBAGENT_PAYLOAD_OFFLOAD_BYTES;
+ * files under `defaultPayloadDir` when no store is named). Throws `INVALID_CONFIG`.
  */
-export function encryptedClient(
+export function dataConverterFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  defaultPayloadDir?: string,
+): DataConverter | undefined {
+  const codec = codecFromEnv(env);
+  const store = payloadStoreFromEnv(env, defaultPayloadDir);
+  if (!codec && !store) return undefined;
+  return {
+    ...(codec ? { payloadCodecs: [codec] } : {}),
+    ...(store ? { externalStorage: payloadStorage(store, { thresholdBytes: offloadThresholdFromEnv(env) }) } : {}),
+  };
+}
+
+/**
+ * A client on `connection` with the environment's data converter (`dataConverterFromEnv`), and
+ * that data converter, for the workers sharing the connection.
+ */
+export function clientFromEnv(
   connection: ConnectionLike,
   namespace: string,
   env: NodeJS.ProcessEnv = process.env,
+  defaultPayloadDir?: string,
 ): { client: Client; dataConverter?: DataConverter } {
-  const codec = codecFromEnv(env);
-  const dataConverter: DataConverter | undefined = codec ? { payloadCodecs: [codec] } : undefined;
+  const dataConverter = dataConverterFromEnv(env, defaultPayloadDir);
   return {
     client: new Client({ connection, namespace, ...(dataConverter ? { dataConverter } : {}) }),
     ...(dataConverter ? { dataConverter } : {}),

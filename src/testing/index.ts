@@ -15,6 +15,7 @@ export {
   toolCallReply,
 } from './fake-model-server';
 export { type ReadyProcess, WORKER_PROCESS_ENTRY, spawnReadyProcess, spawnWorkerProcess } from './processes';
+export { type TestPostgres, startTestPostgres } from './postgres';
 export { replayHistoryFile } from './replay';
 export {
   DEFAULT_SCRIPTED_REPLY,

@@ -5,7 +5,8 @@ import { resolve } from 'node:path';
 import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { NativeConnection } from '@temporalio/worker';
-import { connectionOptionsOf, encryptedClient, temporalSettingsFromEnv, unreachable } from '../temporal/config';
+import { defaultPayloadDir } from '../client/connect';
+import { clientFromEnv, connectionOptionsOf, temporalSettingsFromEnv, unreachable } from '../temporal/config';
 import { DevServer, DevServerOptions, startDevServer } from '../temporal/dev-server';
 import { ensureSearchAttributes } from '../temporal/search-attributes';
 
@@ -17,7 +18,7 @@ export interface TemporalEnvironment {
   readonly client: Client;
   /** Set when the embedded dev server was started. */
   readonly devServer?: DevServer;
-  /** Encryption from SUBAGENT_ENCRYPTION_KEYS, already on `client`; give it to workers too. */
+  /** The environment's data converter (encryption, offloaded payloads), already on `client`; give it to workers too. */
   readonly dataConverter?: DataConverter;
   /** Closes the connection and stops the embedded server, if any. */
   close(): Promise<void>;
@@ -56,7 +57,12 @@ export async function connectTemporal(options: ConnectTemporalOptions = {}): Pro
     address: settings.address,
     namespace: settings.namespace,
     connection,
-    ...encryptedClient(connection, settings.namespace, options.env),
+    ...clientFromEnv(
+      connection,
+      settings.namespace,
+      options.env,
+      devServer ? defaultPayloadDir(options.env, options.dataDir) : undefined,
+    ),
     ...(devServer ? { devServer } : {}),
     async close() {
       await connection.close();

@@ -7,7 +7,8 @@ import { NativeConnection, Worker, WorkerOptions, bundleWorkflowCode } from '@te
 import { RESERVED_ACTIVITY_NAMES, RunContextCache, createActivities } from '../../activities';
 import { pendingMessagesQuery, runContextQuery } from '../../workflows/definitions';
 import { TemporalSubagentService } from '../client/service';
-import { DEFAULT_MAX_PAYLOAD_BYTES, defaultTaskQueue } from '../seam/constants';
+import { defaultTaskQueue } from '../seam/constants';
+import { defaultPayloadLimit, payloadStoreOf, sweepPayloads } from '../temporal/payload-store';
 import type { SubagentDelegate } from '../seam/delegation';
 import { SubagentDepthError, SubagentError } from '../seam/errors';
 import type { SubagentHostedProvider } from '../seam/provider';
@@ -40,6 +41,11 @@ export interface SubagentWorkerOptions {
   tracing?: SubagentTracing;
   /** Payload codecs (encryption) for the workers and the worker's own client; the callers' must match. */
   dataConverter?: DataConverter;
+  /**
+   * How often the worker deletes the offloaded payloads of runs the server has forgotten, when
+   * `dataConverter` offloads them to a payload store (`sweepPayloads`). Default 1 hour; 0: never.
+   */
+  payloadSweepIntervalMs?: number;
   /** Passed to every Temporal worker (concurrency, cache size, tuner...). */
   workerOptions?: Partial<
     Omit<WorkerOptions, 'connection' | 'namespace' | 'taskQueue' | 'activities' | 'workflowBundle' | 'workflowsPath'>
@@ -56,6 +62,7 @@ export interface SubagentWorker {
 }
 
 const STICKY_QUEUE_TIMEOUT_MS = 2000;
+const PAYLOAD_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 
 const bundles = new Map<boolean, ReturnType<typeof bundleWorkflowCode>>();
 
@@ -119,7 +126,7 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
     cache: new RunContextCache(options.contextCacheSize),
     heartbeatIntervalMs: options.heartbeatIntervalMs,
     cancelGraceMs: options.cancelGraceMs,
-    maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+    maxPayloadBytes: options.maxPayloadBytes ?? defaultPayloadLimit(options.dataConverter),
   });
   const workflowBundle =
     options.workflowBundle ?? (await bundleSubagentWorkflows({ tracing: options.tracing !== undefined }));
@@ -147,8 +154,17 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
     ),
   );
 
+  const sweeper = payloadSweeper(client, options);
   let running: Promise<void> | undefined;
-  const run = () => (running ??= Promise.all(workers.map((worker) => worker.run())).then(() => undefined));
+  const run = () =>
+    (running ??= (async () => {
+      sweeper.start();
+      try {
+        await Promise.all(workers.map((worker) => worker.run()));
+      } finally {
+        sweeper.stop();
+      }
+    })());
   const shutdown = async () => {
     for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
     await running;
@@ -165,6 +181,25 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
         await shutdown();
       }
     },
+  };
+}
+
+/** Sweeps the payload store now and then while the worker runs (when its data converter has one). */
+function payloadSweeper(client: Client, options: SubagentWorkerOptions): { start(): void; stop(): void } {
+  const store = payloadStoreOf(options.dataConverter);
+  const intervalMs = options.payloadSweepIntervalMs ?? PAYLOAD_SWEEP_INTERVAL_MS;
+  let timer: NodeJS.Timeout | undefined;
+  return {
+    start() {
+      if (!store || intervalMs <= 0) return;
+      timer = setInterval(() => {
+        sweepPayloads(client, store).catch((err: unknown) =>
+          console.warn(`subagent worker: sweeping the payload store "${store.name}" failed: ${(err as Error).message}`),
+        );
+      }, intervalMs);
+      timer.unref();
+    },
+    stop: () => clearInterval(timer),
   };
 }
 

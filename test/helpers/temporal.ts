@@ -147,16 +147,21 @@ export interface TestRuns {
 
 /**
  * For the whole test file: a connection to the shared server, a worker hosting `providers` and
- * a service that knows them, all set up before the first test and stopped after the last.
+ * a service that knows them (all with `dataConverter`, if given), set up before the first test
+ * and stopped after the last.
  */
 export function testRuns(
   providers: SubagentHostedProvider[],
-  options: { namespace?: string; worker?: Partial<SubagentWorkerOptions> } = {},
+  options: { namespace?: string; worker?: Partial<SubagentWorkerOptions>; dataConverter?: DataConverter } = {},
 ): TestRuns {
   const runs = {} as { temporal: TestTemporal; service: TemporalSubagentService; stop?: () => Promise<void> };
+  const { dataConverter } = options;
   beforeAll(async () => {
-    runs.temporal = await connectTestTemporal(options.namespace);
-    runs.stop = await startWorker(runs.temporal, providers, options.worker);
+    runs.temporal = await connectTestTemporal(options.namespace, dataConverter ? { dataConverter } : {});
+    runs.stop = await startWorker(runs.temporal, providers, {
+      ...(dataConverter ? { dataConverter } : {}),
+      ...options.worker,
+    });
     runs.service = newService(runs.temporal);
     for (const provider of providers) runs.service.registerProvider(provider);
   });

@@ -113,3 +113,24 @@ it('carries an agent-loop conversation and a waiting message across continue-as-
   expect(await runsOf(run.id)).toBeGreaterThan(1);
   await run.dispose();
 });
+
+it('continues one long agent-loop turn as new between its model calls, carrying its conversation', async () => {
+  const since = fake.requests.length;
+  const steps = 12;
+  fake.setHandler(async () => {
+    const calls = fake.requests.length - since;
+    return calls <= steps ? toolCallReply([{ name: 'list_directory', arguments: {} }]) : textReply('done');
+  });
+  const run = service.start('spawn', { prompt: text('one long turn'), parent: { id: 'p' } });
+  // A message that arrives mid-turn is handed to the child once, at a step boundary.
+  await fake.waitForRequests(since + 3);
+  run.sendMessage!(text('mid-turn'));
+  expect(await run.result).toEqual({ output: text('done'), stopReason: 'completed' });
+  // One turn only: no boundary between turns to continue at, so every continuation was mid-turn.
+  expect(await runsOf(run.id)).toBeGreaterThan(1);
+  const last = fake.requests.at(-1)!.body.messages as { role: string; content: string }[];
+  expect(last.filter((m) => m.role === 'assistant')).toHaveLength(steps);
+  expect(last.filter((m) => m.role === 'tool')).toHaveLength(steps);
+  expect(last.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['one long turn', 'mid-turn']);
+  await run.dispose();
+}, 60_000);

@@ -1,0 +1,266 @@
+// Large payloads out of the history (a claim check): a payload over a size threshold is written to
+// a store, and history keeps a small reference to it. Built on the SDK's external storage, so every
+// client and worker offloads and fetches without knowing it, after the codec has run: a blob is as
+// encrypted as the history would have been. Blobs are filed by namespace, run and SHA-256, so a
+// retried write stores nothing twice, a read checks what it got, and a run's blobs go together
+// once the server has forgotten the run (`sweepPayloads`).
+import { createHash } from 'node:crypto';
+import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { type Client, WorkflowNotFoundError } from '@temporalio/client';
+import {
+  ApplicationFailure,
+  type DataConverter,
+  ExternalStorage,
+  type LoadedDataConverter,
+  type Payload,
+  type StorageDriver,
+  StorageDriverClaim,
+} from '@temporalio/common';
+import { ExternalStorageRunner } from '@temporalio/common/lib/internal-non-workflow';
+import { temporal } from '@temporalio/proto';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '../seam/constants';
+import { SubagentError } from '../seam/errors';
+import { PostgresPayloadStore } from './postgres-payload-store';
+
+const PayloadProto = temporal.api.common.v1.Payload;
+
+/** Payloads at least this large (encoded) leave the history unless configured otherwise. */
+export const DEFAULT_OFFLOAD_BYTES = 32 * 1024;
+/** The largest payload a run takes when payloads are offloaded (without, Temporal's 2 MiB applies). */
+export const OFFLOADED_MAX_PAYLOAD_BYTES = 256 * 1024 * 1024;
+/** A run whose newest blob is younger than this keeps its blobs: its start may still be on the way. */
+const SWEEP_GRACE_MS = 60 * 60 * 1000;
+/** Blobs written outside any run (none are expected) are filed under this run id, and kept. */
+const NO_RUN = '-';
+
+/** Where one blob lives: the namespace, the run's workflow id, and the SHA-256 of its bytes (hex). */
+export interface PayloadBlobKey {
+  namespace: string;
+  runId: string;
+  digest: string;
+}
+
+/** A store for offloaded payloads. Writes are idempotent: a key always names the same bytes. */
+export interface SubagentPayloadStore {
+  /** Names the store in every reference history keeps: readers need a store of the same name. */
+  readonly name: string;
+  put(key: PayloadBlobKey, bytes: Uint8Array): Promise<void>;
+  /** The blob's bytes, or undefined when the store has no such blob. */
+  get(key: PayloadBlobKey): Promise<Uint8Array | undefined>;
+  /** The runs of `namespace` that have blobs, with when the newest was written (epoch ms). */
+  runs(namespace: string): Promise<{ runId: string; newestMs: number }[]>;
+  deleteRun(namespace: string, runId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface PayloadStorageOptions {
+  /** Payloads of at least this many bytes (encoded) are offloaded. Default 32 KiB. */
+  thresholdBytes?: number;
+}
+
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+/** A store driver the SDK can run, keeping the store it writes to at hand for the sweeper. */
+class PayloadStoreDriver implements StorageDriver {
+  readonly type = 'durable-subagents';
+  readonly name: string;
+
+  constructor(readonly blobs: SubagentPayloadStore) {
+    this.name = blobs.name;
+  }
+
+  async store(context: Parameters<StorageDriver['store']>[0], payloads: Payload[]): Promise<StorageDriverClaim[]> {
+    const target = context.target;
+    const namespace = target?.namespace ?? 'default';
+    const runId = (target?.kind === 'workflow' ? target.id : undefined) ?? NO_RUN;
+    return Promise.all(
+      payloads.map(async (payload) => {
+        const bytes = PayloadProto.encode(payload).finish();
+        const digest = sha256(bytes);
+        await this.blobs.put({ namespace, runId, digest }, bytes);
+        return new StorageDriverClaim({ namespace, run: runId, digest });
+      }),
+    );
+  }
+
+  async retrieve(_context: unknown, claims: StorageDriverClaim[]): Promise<Payload[]> {
+    return Promise.all(
+      claims.map(async ({ claimData }) => {
+        const key = { namespace: claimData.namespace!, runId: claimData.run!, digest: claimData.digest! };
+        const bytes = await this.blobs.get(key);
+        // Not retried: a blob that is gone (or not what was written) stays so. An activity that
+        // meets one fails for good; a caller gets the code.
+        if (!bytes) {
+          throw ApplicationFailure.nonRetryable(
+            `payload ${key.digest} of run ${key.runId} is missing from the payload store "${this.name}"`,
+            'PAYLOAD_MISSING',
+          );
+        }
+        if (sha256(bytes) !== key.digest) {
+          throw ApplicationFailure.nonRetryable(
+            `payload ${key.digest} of run ${key.runId} in the payload store "${this.name}" does not match its digest`,
+            'PAYLOAD_MISSING',
+          );
+        }
+        return PayloadProto.decode(bytes);
+      }),
+    );
+  }
+}
+
+/** The payload limit applied by default: just under Temporal's 2 MiB, unless payloads are offloaded. */
+export function defaultPayloadLimit(converter: Pick<DataConverter, 'externalStorage'> | undefined): number {
+  return converter?.externalStorage ? OFFLOADED_MAX_PAYLOAD_BYTES : DEFAULT_MAX_PAYLOAD_BYTES;
+}
+
+/** External storage for a data converter: payloads of `thresholdBytes` or more go to `store`. */
+export function payloadStorage(store: SubagentPayloadStore, options: PayloadStorageOptions = {}): ExternalStorage {
+  return new ExternalStorage({
+    drivers: [new PayloadStoreDriver(store)],
+    payloadSizeThreshold: options.thresholdBytes ?? DEFAULT_OFFLOAD_BYTES,
+  });
+}
+
+/** The store behind a data converter's external storage, when it is one of ours. */
+export function payloadStoreOf(
+  converter: DataConverter | LoadedDataConverter | undefined,
+): SubagentPayloadStore | undefined {
+  const driver = converter?.externalStorage?.drivers.find((candidate) => candidate instanceof PayloadStoreDriver);
+  return (driver as PayloadStoreDriver | undefined)?.blobs;
+}
+
+/**
+ * `payloads` with every reference replaced by the payload it names, for code that reads raw
+ * history. Rejects with `PAYLOAD_MISSING` (an `ApplicationFailure`) for a blob the store lacks.
+ */
+export async function retrievePayloads(
+  converter: LoadedDataConverter,
+  payloads: Payload[] | null | undefined,
+): Promise<Payload[]> {
+  const list = payloads ?? [];
+  if (!converter.externalStorage) return list;
+  return new ExternalStorageRunner(converter.externalStorage).retrieve(list);
+}
+
+/** Payloads as files: `<dir>/<namespace>/<run id>/<sha256>`. The embedded default's store. */
+export class FilePayloadStore implements SubagentPayloadStore {
+  readonly name = 'files';
+
+  constructor(readonly dir: string) {}
+
+  private runDir(namespace: string, runId: string): string {
+    return join(this.dir, encodeURIComponent(namespace), encodeURIComponent(runId));
+  }
+
+  async put({ namespace, runId, digest }: PayloadBlobKey, bytes: Uint8Array): Promise<void> {
+    const dir = this.runDir(namespace, runId);
+    const path = join(dir, digest);
+    if (await exists(path)) return;
+    await mkdir(dir, { recursive: true });
+    // Written whole or not at all: a reader never sees half a blob.
+    const partial = `${path}.${process.pid}.${Date.now()}.partial`;
+    await writeFile(partial, bytes);
+    await rename(partial, path);
+  }
+
+  async get({ namespace, runId, digest }: PayloadBlobKey): Promise<Uint8Array | undefined> {
+    if (!/^[0-9a-f]{64}$/.test(digest)) return undefined;
+    try {
+      return await readFile(join(this.runDir(namespace, runId), digest));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+  }
+
+  async runs(namespace: string): Promise<{ runId: string; newestMs: number }[]> {
+    const dir = join(this.dir, encodeURIComponent(namespace));
+    let names: string[];
+    try {
+      names = await readdir(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+    // A directory's modification time moves with every blob added to it.
+    return Promise.all(
+      names.map(async (name) => ({ runId: decodeURIComponent(name), newestMs: (await stat(join(dir, name))).mtimeMs })),
+    );
+  }
+
+  async deleteRun(namespace: string, runId: string): Promise<void> {
+    await rm(this.runDir(namespace, runId), { recursive: true, force: true });
+  }
+
+  async close(): Promise<void> {}
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Deletes the blobs of every run the server no longer has (closed, and its namespace's retention
+ * passed), except runs with a blob written within the last hour: a start stores its input before
+ * the run exists. Resolves with the run ids whose blobs were deleted.
+ */
+export async function sweepPayloads(client: Client, store: SubagentPayloadStore, now = Date.now()): Promise<string[]> {
+  const { namespace } = client.options;
+  const deleted: string[] = [];
+  for (const { runId, newestMs } of await store.runs(namespace)) {
+    if (now - newestMs < SWEEP_GRACE_MS) continue;
+    if (runId === NO_RUN || (await runExists(client, runId))) continue;
+    await store.deleteRun(namespace, runId);
+    deleted.push(runId);
+  }
+  return deleted;
+}
+
+async function runExists(client: Client, runId: string): Promise<boolean> {
+  try {
+    await client.workflow.getHandle(runId).describe();
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
+}
+
+/**
+ * The payload store the environment configures: `SUBAGENT_PAYLOAD_STORE` is `file:<dir>`, a
+ * PostgreSQL URL (`postgres://...`), or `off`; unset, it is files under `defaultDir` when one is
+ * given (the embedded default), else none. Throws `INVALID_CONFIG` for any other value.
+ */
+export function payloadStoreFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  defaultDir?: string,
+): SubagentPayloadStore | undefined {
+  const configured = env.SUBAGENT_PAYLOAD_STORE?.trim();
+  if (!configured) return defaultDir === undefined ? undefined : new FilePayloadStore(defaultDir);
+  if (configured === 'off') return undefined;
+  if (configured.startsWith('file:') && configured.length > 'file:'.length) {
+    return new FilePayloadStore(configured.slice('file:'.length));
+  }
+  if (/^postgres(ql)?:\/\//.test(configured)) return new PostgresPayloadStore(configured);
+  throw new SubagentError(
+    'SUBAGENT_PAYLOAD_STORE must be "file:<directory>", a PostgreSQL URL ("postgres://...") or "off"',
+    'INVALID_CONFIG',
+  );
+}
+
+/** `SUBAGENT_PAYLOAD_OFFLOAD_BYTES`: the offload threshold, a whole number of bytes (default 32 KiB). */
+export function offloadThresholdFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.SUBAGENT_PAYLOAD_OFFLOAD_BYTES?.trim();
+  if (!raw) return DEFAULT_OFFLOAD_BYTES;
+  const bytes = Number(raw);
+  if (!Number.isInteger(bytes) || bytes < 0) {
+    throw new SubagentError('SUBAGENT_PAYLOAD_OFFLOAD_BYTES must be a whole number of bytes', 'INVALID_CONFIG');
+  }
+  return bytes;
+}

@@ -1,0 +1,70 @@
+// Offloaded payloads in PostgreSQL, the database a Temporal deployment already runs: one table,
+// a row per blob, keyed like the file store (namespace, run, SHA-256). Any number of workers and
+// callers on any machines share it.
+import { Pool, type PoolConfig } from 'pg';
+import type { PayloadBlobKey, SubagentPayloadStore } from './payload-store';
+
+const TABLE = 'subagent_payloads';
+
+/** Payloads in the PostgreSQL database at `connectionString` (`postgres://...`); creates its table. */
+export class PostgresPayloadStore implements SubagentPayloadStore {
+  readonly name = 'postgres';
+  private readonly pool: Pool;
+  private ready: Promise<unknown> | undefined;
+
+  constructor(connection: string | PoolConfig) {
+    this.pool = new Pool(typeof connection === 'string' ? { connectionString: connection } : connection);
+    // An idle client that loses its server is replaced on the next query; nothing to do here.
+    this.pool.on('error', () => undefined);
+  }
+
+  /** Creates the table on first use; a failed attempt is tried again by the next call. */
+  private table(): Promise<unknown> {
+    this.ready ??= this.pool
+      .query(
+        `CREATE TABLE IF NOT EXISTS ${TABLE} (
+           namespace text NOT NULL, run_id text NOT NULL, digest text NOT NULL, data bytea NOT NULL,
+           created_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (namespace, run_id, digest))`,
+      )
+      .catch((err: unknown) => {
+        this.ready = undefined;
+        throw err;
+      });
+    return this.ready;
+  }
+
+  async put({ namespace, runId, digest }: PayloadBlobKey, bytes: Uint8Array): Promise<void> {
+    await this.table();
+    await this.pool.query(
+      `INSERT INTO ${TABLE} (namespace, run_id, digest, data) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+      [namespace, runId, digest, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)],
+    );
+  }
+
+  async get({ namespace, runId, digest }: PayloadBlobKey): Promise<Uint8Array | undefined> {
+    await this.table();
+    const { rows } = await this.pool.query<{ data: Buffer }>(
+      `SELECT data FROM ${TABLE} WHERE namespace = $1 AND run_id = $2 AND digest = $3`,
+      [namespace, runId, digest],
+    );
+    return rows[0]?.data;
+  }
+
+  async runs(namespace: string): Promise<{ runId: string; newestMs: number }[]> {
+    await this.table();
+    const { rows } = await this.pool.query<{ run_id: string; newest: Date }>(
+      `SELECT run_id, max(created_at) AS newest FROM ${TABLE} WHERE namespace = $1 GROUP BY run_id`,
+      [namespace],
+    );
+    return rows.map((row) => ({ runId: row.run_id, newestMs: row.newest.getTime() }));
+  }
+
+  async deleteRun(namespace: string, runId: string): Promise<void> {
+    await this.table();
+    await this.pool.query(`DELETE FROM ${TABLE} WHERE namespace = $1 AND run_id = $2`, [namespace, runId]);
+  }
+
+  close(): Promise<void> {
+    return this.pool.end();
+  }
+}

@@ -1,0 +1,155 @@
+// Large payloads out of the history: a conversation far over Temporal's 2 MiB payload limit is
+// carried through resume (continue-as-new) as a reference, its blobs encrypted by the codec, in
+// files (the embedded default) and in PostgreSQL (deployments). A blob gone from the store is the
+// typed error PAYLOAD_MISSING; the sweeper deletes the blobs of runs the server has forgotten.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, utimesSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { DataConverter } from '@temporalio/common';
+import { type SubagentRun, TemporalSubagentService, runStarted } from '../../src';
+import { AesGcmPayloadCodec } from '../../src/temporal/codec';
+import {
+  FilePayloadStore,
+  type SubagentPayloadStore,
+  payloadStorage,
+  sweepPayloads,
+} from '../../src/temporal/payload-store';
+import { PostgresPayloadStore } from '../../src/temporal/postgres-payload-store';
+import { type TestPostgres, createScriptedProvider, startTestPostgres } from '../../src/testing';
+import { connectTestTemporal, newService, startWorker, text, uniqueName } from '../helpers/temporal';
+
+const MiB = 1024 * 1024;
+const MARKER = 'plaintext-marker-';
+
+function converterFor(store: SubagentPayloadStore): DataConverter {
+  const codec = new AesGcmPayloadCodec({ keys: [{ id: 'k1', key: randomBytes(32) }], currentKeyId: 'k1' });
+  return { payloadCodecs: [codec], externalStorage: payloadStorage(store) };
+}
+
+/** A worker, a client and a service whose payloads over 32 KiB go to `store`. */
+async function withStore(store: SubagentPayloadStore) {
+  const scripted = createScriptedProvider({ name: uniqueName('offloaded') });
+  const dataConverter = converterFor(store);
+  const temporal = await connectTestTemporal('default', { dataConverter });
+  const stopWorker = await startWorker(temporal, [scripted], { dataConverter });
+  const service = newService(temporal);
+  service.registerProvider(scripted);
+  return {
+    temporal,
+    service,
+    start: (prompt: string, replies: string[]) =>
+      service.start(scripted.name, {
+        prompt: text(prompt),
+        parent: { id: 'p' },
+        agentOptions: { script: replies.map((reply) => ({ reply })) },
+      }),
+    async close() {
+      await stopWorker();
+      await temporal.close();
+      await store.close();
+    },
+  };
+}
+
+type Setup = Awaited<ReturnType<typeof withStore>>;
+
+/** The bytes of every run of `runId` in history, summed over its continue-as-new chain. */
+async function historyBytes(setup: Setup, runId: string): Promise<number> {
+  let total = 0;
+  for await (const run of setup.temporal.client.workflow.list({ query: `WorkflowId = '${runId}'` })) {
+    const { raw } = await setup.temporal.client.workflow.getHandle(runId, run.runId).describe();
+    total += Number(raw.workflowExecutionInfo?.historySizeBytes ?? 0);
+  }
+  return total;
+}
+
+/** Resumes through a 20 MiB message and back; the last turn echoes the whole conversation. */
+async function bigConversation(setup: Setup): Promise<SubagentRun> {
+  const big = MARKER + 'x'.repeat(20 * MiB);
+  const run = setup.start('first', ['one', 'two', '{conversation}']);
+  expect(await run.result).toEqual({ output: text('one'), stopReason: 'completed' });
+  const second = run.resume!(text(big));
+  expect(await second.result).toEqual({ output: text('two'), stopReason: 'completed' });
+  const third = second.resume!(text('third'));
+  const { output, stopReason } = await third.result;
+  expect(stopReason).toBe('completed');
+  // The conversation came through both continue-as-new whole (compared by size, then its ends).
+  const echoed = (output[0] as { text: string }).text;
+  expect(echoed.length).toBe('first | '.length + big.length);
+  expect(echoed.startsWith(`first | ${MARKER}xxx`) && echoed.endsWith('xxx')).toBe(true);
+  // Every copy of the 20 MiB is a reference in history.
+  expect(await historyBytes(setup, run.id)).toBeLessThan(MiB / 2);
+  return third;
+}
+
+describe('in files (the embedded default)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'subagent-payloads-'));
+  const store = new FilePayloadStore(dir);
+  let setup: Setup;
+  beforeAll(async () => (setup = await withStore(store)));
+  afterAll(() => setup?.close());
+
+  const blobsOf = (runId: string) => {
+    const runDir = join(dir, 'default', encodeURIComponent(runId));
+    return readdirSync(runDir).map((name) => join(runDir, name));
+  };
+
+  it('resumes a run with a 20 MiB conversation; history holds references, the store only ciphertext', async () => {
+    const run = await bigConversation(setup);
+    const blobs = blobsOf(run.id);
+    expect(blobs.length).toBeGreaterThan(0);
+    expect(blobs.filter((blob) => readFileSync(blob).includes(MARKER))).toEqual([]);
+    await run.dispose();
+  }, 120_000);
+
+  it('rejects a read of a run whose blob is gone with PAYLOAD_MISSING, at once', async () => {
+    const run = setup.start(MARKER + 'y'.repeat(MiB), ['done']);
+    await run.result;
+    for (const blob of blobsOf(run.id)) rmSync(blob);
+    // A caller in another process: nothing cached, it reads the run's start from history.
+    const elsewhere = new TemporalSubagentService({ client: setup.temporal.client });
+    await expect(elsewhere.attach(run.id).result).rejects.toMatchObject({ code: 'PAYLOAD_MISSING' });
+    await run.dispose();
+  }, 60_000);
+
+  it("sweeps the blobs of runs the server has forgotten, keeping live runs' and young ones", async () => {
+    const live = setup.start(MARKER + 'z'.repeat(MiB), ['parked']);
+    await runStarted(live);
+    await live.result;
+    const forgotten = `subagent:${uniqueName('gone')}:1`;
+    const young = `subagent:${uniqueName('young')}:1`;
+    for (const runId of [forgotten, young]) {
+      await store.put({ namespace: 'default', runId, digest: 'a'.repeat(64) }, Buffer.from('blob'));
+    }
+    // Written two hours ago: past the sweeper's grace for a start still on the way.
+    const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
+    for (const runId of [forgotten, live.id]) {
+      utimesSync(join(dir, 'default', encodeURIComponent(runId)), twoHoursAgo, twoHoursAgo);
+    }
+    const deleted = await sweepPayloads(setup.temporal.client, store);
+    expect(deleted).toContain(forgotten);
+    expect(deleted).not.toContain(live.id);
+    expect(deleted).not.toContain(young);
+    expect(blobsOf(live.id).length).toBeGreaterThan(0);
+    await live.dispose();
+  }, 60_000);
+});
+
+describe('in PostgreSQL (deployments)', () => {
+  let postgres: TestPostgres;
+  let setup: Setup;
+  beforeAll(async () => {
+    postgres = await startTestPostgres();
+    setup = await withStore(new PostgresPayloadStore(postgres.url));
+  }, 60_000);
+  afterAll(async () => {
+    await setup?.close();
+    await postgres?.stop();
+  });
+
+  it('resumes a run with a 20 MiB conversation; history holds references', async () => {
+    const run = await bigConversation(setup);
+    await run.dispose();
+  }, 120_000);
+});

@@ -1,0 +1,85 @@
+// The payload store's configuration and its driver, without a server: what the environment
+// selects, and a blob that is gone or altered read as PAYLOAD_MISSING.
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
+import { ExternalStorageRunner } from '@temporalio/common/lib/internal-non-workflow';
+import {
+  DEFAULT_OFFLOAD_BYTES,
+  FilePayloadStore,
+  offloadThresholdFromEnv,
+  payloadStorage,
+  payloadStoreFromEnv,
+} from '../../src/temporal/payload-store';
+import { PostgresPayloadStore } from '../../src/temporal/postgres-payload-store';
+
+describe('payloadStoreFromEnv', () => {
+  it('uses files under the default directory when nothing is configured, and none without one', () => {
+    expect(payloadStoreFromEnv({}, '/data/payloads')).toMatchObject({ name: 'files', dir: '/data/payloads' });
+    expect(payloadStoreFromEnv({})).toBeUndefined();
+  });
+
+  it.each([
+    ['file:/srv/payloads', FilePayloadStore],
+    ['postgres://u@db:5432/temporal', PostgresPayloadStore],
+    ['postgresql://u@db/temporal', PostgresPayloadStore],
+  ])('reads SUBAGENT_PAYLOAD_STORE=%s', async (value, kind) => {
+    const store = payloadStoreFromEnv({ SUBAGENT_PAYLOAD_STORE: value });
+    expect(store).toBeInstanceOf(kind);
+    await store!.close();
+  });
+
+  it('turns offloading off with "off", even for the embedded default', () => {
+    expect(payloadStoreFromEnv({ SUBAGENT_PAYLOAD_STORE: 'off' }, '/data/payloads')).toBeUndefined();
+  });
+
+  it.each(['s3://bucket', 'file:', '/srv/payloads'])(
+    'refuses SUBAGENT_PAYLOAD_STORE=%s with INVALID_CONFIG',
+    (value) => {
+      expect(() => payloadStoreFromEnv({ SUBAGENT_PAYLOAD_STORE: value })).toThrow(
+        expect.objectContaining({ code: 'INVALID_CONFIG' }),
+      );
+    },
+  );
+
+  it('reads the offload threshold, refusing what is not a whole number of bytes', () => {
+    expect(offloadThresholdFromEnv({})).toBe(DEFAULT_OFFLOAD_BYTES);
+    expect(offloadThresholdFromEnv({ SUBAGENT_PAYLOAD_OFFLOAD_BYTES: '4096' })).toBe(4096);
+    expect(() => offloadThresholdFromEnv({ SUBAGENT_PAYLOAD_OFFLOAD_BYTES: '4 KiB' })).toThrow(
+      expect.objectContaining({ code: 'INVALID_CONFIG' }),
+    );
+  });
+});
+
+describe('the store driver', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'subagent-payloads-unit-'));
+  const runner = new ExternalStorageRunner(payloadStorage(new FilePayloadStore(dir), { thresholdBytes: 1024 }));
+  const target = { kind: 'workflow' as const, namespace: 'default', id: 'subagent:unit:1' };
+  const payload = {
+    metadata: { encoding: Buffer.from('json/plain') },
+    data: Buffer.from(JSON.stringify('x'.repeat(10_000))),
+  };
+
+  it('offloads a payload over the threshold and reads it back; a small one stays inline', async () => {
+    const small = { metadata: { encoding: Buffer.from('json/plain') }, data: Buffer.from('1') };
+    const [reference, inline] = await runner.store([payload, small], { target });
+    expect(reference!.data?.length).toBeLessThan(payload.data.length);
+    expect(inline).toBe(small);
+    const [back] = await runner.retrieve([reference!]);
+    expect(Buffer.from(back!.data!).toString()).toBe(payload.data.toString());
+  });
+
+  it('reads a blob that is gone, or not what was written, as PAYLOAD_MISSING (not retried)', async () => {
+    const own = { ...target, id: 'subagent:unit:2' };
+    const [reference] = await runner.store([payload], { target: own });
+    const runDir = join(dir, 'default', encodeURIComponent(own.id));
+    const [blob] = readdirSync(runDir);
+    writeFileSync(join(runDir, blob!), 'altered');
+    const altered = await runner.retrieve([reference!]).catch((err: unknown) => err);
+    expect(altered).toBeInstanceOf(ApplicationFailure);
+    expect(altered).toMatchObject({ type: 'PAYLOAD_MISSING', nonRetryable: true });
+    rmSync(join(runDir, blob!));
+    await expect(runner.retrieve([reference!])).rejects.toMatchObject({ type: 'PAYLOAD_MISSING', nonRetryable: true });
+  });
+});
