@@ -8,6 +8,7 @@ import type { SubagentDelegate } from '../src/seam/delegation';
 import type { SubagentAgentProvider, SubagentHostedProvider, SubagentTurnProvider } from '../src/seam/provider';
 import { CachedRunContext, RunContextCache } from './run-context-cache';
 import type { RunContextSnapshot, TurnActivityInput } from './types';
+import type { TranscriptEntry } from '../src/seam/request';
 
 export interface ActivityDependencies {
   providers: ReadonlyMap<string, SubagentHostedProvider>;
@@ -40,6 +41,19 @@ export interface ActivityHost {
     ref: TurnActivityInput['transcript'],
     request: TurnActivityInput['request'],
   ): Promise<CachedRunContext>;
+  /**
+   * The run's request, its conversation before `ref`, and the `tail` of entries after it, which an
+   * activity input either carries (`entries`, runs from before store-once) or only counts
+   * (`length`, with the ids of a leading tool entry's results). A counted tail comes from this
+   * worker's caches when it holds every entry exactly (tool results it produced, a first turn's
+   * prompt from the request), else from the workflow with one query.
+   */
+  conversation(
+    runId: string,
+    ref: TurnActivityInput['transcript'],
+    request: TurnActivityInput['request'],
+    tail: { entries?: TranscriptEntry[]; length?: number; toolResultIds?: string[] },
+  ): Promise<CachedRunContext & { tail: TranscriptEntry[] }>;
   /** The provider hosted under `name` for `driver`; `NO_PROVIDER` (not retried) otherwise. */
   hosted<K extends Driver>(name: string, driver: K): K extends 'turns' ? SubagentTurnProvider : SubagentAgentProvider;
   /** Fails for good with `PAYLOAD_TOO_LARGE` when `value` would not fit in one payload. */
@@ -89,6 +103,38 @@ export function createActivityHost(deps: ActivityDependencies): ActivityHost {
       fresh.entries = fresh.entries.slice(0, ref.length);
       cache.put(runId, fresh);
       return fresh;
+    },
+
+    async conversation(runId, ref, request, tail) {
+      if (tail.entries) return { ...(await this.runContext(runId, ref, request)), tail: tail.entries };
+      const length = tail.length ?? 0;
+      // A run's first call needs nothing fetched: the request holds its seed and its prompt.
+      const seed = request?.seed?.entries ?? [];
+      const before =
+        cache.lookup(runId, ref) ?? (request && ref.length === seed.length ? { request, entries: seed } : undefined);
+      if (before) {
+        const local: TranscriptEntry[] = [];
+        if (tail.toolResultIds) {
+          const results = cache.toolResultsFor(runId, tail.toolResultIds);
+          if (results) local.push({ kind: 'tool', results });
+        }
+        if (request && before.entries.length === seed.length && local.length === 0 && length === 1) {
+          local.push({ kind: 'user', content: request.prompt });
+        }
+        if (local.length === length) return { ...before, tail: local };
+      }
+      const fetched = await deps.fetchRunContext(runId);
+      const entries = fetched.entries.slice(0, ref.length + length);
+      if (entries.length < ref.length + length) {
+        // Only a workflow that is not the one this input came from could be shorter: fail, retry.
+        throw ApplicationFailure.retryable(
+          `run ${runId} has ${fetched.entries.length} conversation entries, fewer than the ${ref.length + length} this call needs`,
+          'CONVERSATION_MISMATCH',
+        );
+      }
+      const context = { request: fetched.request, entries: entries.slice(0, ref.length) };
+      cache.put(runId, context);
+      return { ...context, tail: entries.slice(ref.length) };
     },
 
     hosted<K extends Driver>(name: string, driver: K) {

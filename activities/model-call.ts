@@ -40,8 +40,11 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
   return async function subagentModelCall(input) {
     const provider = host.hosted(input.provider, 'agent-loop');
     return host.heartbeating(async () => {
-      const context = await host.runContext(input.runId, input.transcript, input.request);
-      const conversation = [...context.entries, ...input.delta];
+      const context = await host.conversation(input.runId, input.transcript, input.request, {
+        ...(input.delta ? { entries: input.delta } : { length: input.deltaLength ?? 0 }),
+        ...(input.toolResultIds ? { toolResultIds: input.toolResultIds } : {}),
+      });
+      const conversation = [...context.entries, ...context.tail];
       const signal = Context.current().cancellationSignal;
       const outcome = await callModel(clientFor(provider), provider, context.request, conversation, signal);
       host.assertWithinLimit(outcome, 'the model response');
@@ -53,7 +56,16 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
           { kind: 'assistant', id: outputId, content: outcome.content, stopReason: outcome.stopReason },
         ],
       });
-      return { ...outcome, outputId };
+      host.cache.dropToolResults(input.runId, input.toolResultIds ?? []);
+      // Calls answered here enter the next call's tool entry: kept as the tools' results are.
+      const toolCalls = outcome.toolCalls.map((call) => {
+        if (!call.answer) return call;
+        const { content, isError } = call.answer;
+        const resultId = `${outputId}/${call.id}`;
+        host.cache.putToolResult(input.runId, resultId, { type: 'tool-result', toolCallId: call.id, content, isError });
+        return { ...call, answer: { ...call.answer, resultId } };
+      });
+      return { ...outcome, toolCalls, outputId };
     });
   };
 }

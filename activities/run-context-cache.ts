@@ -1,6 +1,7 @@
 // Worker-side cache of each run's request and conversation, so a turn's activity input carries a
 // reference instead of the whole conversation. Exact-match only: a cache that is not precisely the
 // workflow's conversation before the turn is refetched whole, so a stale entry is never used.
+import type { ToolResultBlock } from '../src/seam/content';
 import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
 import type { TurnActivityInput } from './types';
 
@@ -9,10 +10,31 @@ export interface CachedRunContext {
   entries: TranscriptEntry[];
 }
 
+/** Tool results kept for the next model call, at most: each is taken by the call that follows it. */
+const MAX_TOOL_RESULTS = 1024;
+
 export class RunContextCache {
   private readonly runs = new Map<string, CachedRunContext>();
+  private readonly toolResults = new Map<string, ToolResultBlock>();
 
   constructor(private readonly maxRuns = 256) {}
+
+  /** Keeps a tool result this worker produced (or answered) for the run's next model call. */
+  putToolResult(runId: string, resultId: string, result: ToolResultBlock): void {
+    this.toolResults.set(`${runId}/${resultId}`, result);
+    while (this.toolResults.size > MAX_TOOL_RESULTS) this.toolResults.delete(this.toolResults.keys().next().value!);
+  }
+
+  /** The results named by `resultIds`, in order, if this worker has every one; else undefined. */
+  toolResultsFor(runId: string, resultIds: readonly string[]): ToolResultBlock[] | undefined {
+    const found = resultIds.map((id) => this.toolResults.get(`${runId}/${id}`));
+    return found.every((result) => result !== undefined) ? (found as ToolResultBlock[]) : undefined;
+  }
+
+  /** Forgets results a model call has sent: it cached the conversation they are now part of. */
+  dropToolResults(runId: string, resultIds: readonly string[]): void {
+    for (const id of resultIds) this.toolResults.delete(`${runId}/${id}`);
+  }
 
   /** The cached context if it is exactly the conversation `ref` describes, else undefined. */
   lookup(runId: string, ref: TurnActivityInput['transcript']): CachedRunContext | undefined {

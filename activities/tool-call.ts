@@ -1,13 +1,14 @@
 // One activity per tool of every hosted agent-loop provider, named after the tool, so history
 // reads as the child's actions. Arguments the model got wrong go back to it as a tool error; the
 // tool's output is cut to a size the model (and one payload) can take.
+import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import type { ContentBlock } from '../src/seam/content';
 import { type ToolCallOutcome, toolError } from '../src/seam/tool';
 import type { ActivityHost } from './host';
-import type { ToolActivityInput } from './types';
+import type { ToolActivityInput, ToolActivityResult } from './types';
 
-export type ToolActivity = (input: ToolActivityInput) => Promise<ToolCallOutcome>;
+export type ToolActivity = (input: ToolActivityInput) => Promise<ToolActivityResult>;
 
 /** The tool activities of every hosted agent-loop provider, by tool name. */
 export function toolActivities(host: ActivityHost): Record<string, ToolActivity> {
@@ -21,7 +22,7 @@ export function toolActivities(host: ActivityHost): Record<string, ToolActivity>
         // Two providers may each have a tool of this name: the run's own provider answers.
         const owner = host.hosted(input.provider, 'agent-loop');
         const implementation = owner.tools.find((candidate) => candidate.name === tool.name) ?? tool;
-        return host.heartbeating(async () => {
+        const outcome = await host.heartbeating(async () => {
           let args: unknown;
           try {
             args = input.arguments.trim() === '' ? {} : JSON.parse(input.arguments);
@@ -46,6 +47,16 @@ export function toolActivities(host: ActivityHost): Record<string, ToolActivity>
           });
           return truncated(outcome, maxToolOutputBytes);
         });
+        // The next model call takes the result from here when it runs on this worker.
+        const resultId = randomUUID();
+        const { content, isError } = outcome;
+        host.cache.putToolResult(input.runId, resultId, {
+          type: 'tool-result',
+          toolCallId: input.callId,
+          content,
+          isError,
+        });
+        return { ...outcome, resultId };
       };
     }
   }

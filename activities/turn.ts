@@ -25,7 +25,15 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
     const provider = host.hosted(input.provider, 'turns');
     return host.heartbeating(async (setDetails) => {
       const activity = Context.current();
-      const context = await host.runContext(input.runId, input.transcript, input.request);
+      const context = await host.conversation(
+        input.runId,
+        input.transcript,
+        input.request,
+        input.input
+          ? { entries: input.input.map((content) => ({ kind: 'user', content })) }
+          : { length: input.inputLength ?? 0 },
+      );
+      const turnInput = context.tail.flatMap((entry) => (entry.kind === 'user' ? [entry.content] : []));
       const schema = context.request.outputSchema as StructuredOutputSchema | undefined;
       const structuredOutput =
         schema && provider.capabilities.outputSchema ? createStructuredOutputRuntime(schema) : undefined;
@@ -62,7 +70,7 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
             }
           : {}),
       };
-      const returned = await provider.runTurn(input.input, turnContext);
+      const returned = await provider.runTurn(turnInput, turnContext);
       const result = withStructured(returned, schema, structuredOutput?.captured);
       host.assertWithinLimit(result, `the turn output of provider "${input.provider}"`);
       const outputId = randomUUID();
@@ -70,7 +78,7 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
         request: context.request,
         entries: [
           ...context.entries,
-          ...[...input.input, ...taken].map((content): TranscriptEntry => ({ kind: 'user', content })),
+          ...[...turnInput, ...taken].map((content): TranscriptEntry => ({ kind: 'user', content })),
           { kind: 'assistant', id: outputId, content: result.output, stopReason: result.stopReason },
         ],
       });

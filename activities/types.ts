@@ -4,6 +4,7 @@ import type { ContentBlock, JsonValue } from '../src/seam/content';
 import type { SubagentDelegation } from '../src/seam/delegation';
 import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
 import type { SubagentStopReason, SubagentTurnResult, SubagentUsage } from '../src/seam/result';
+import type { ToolCallOutcome } from '../src/seam/tool';
 
 /** The activity that runs one turn of a turn-based provider. */
 export const TURN_ACTIVITY = 'subagentTurn';
@@ -24,8 +25,17 @@ export interface TurnActivityInput {
   segment: number;
   /** Turn number over the child's whole life (resumes continue the count). */
   turn: number;
-  /** The user messages this turn answers: the prompt, steering messages or resume content, in order. */
-  input: ContentBlock[][];
+  /**
+   * The user messages this turn answers: the prompt, steering messages or resume content, in
+   * order. Runs from before store-once only; since, `inputLength`.
+   */
+  input?: ContentBlock[][];
+  /**
+   * How many user messages this turn answers. They follow `transcript` in the conversation and are
+   * in history already (the start, a signal, the resume), so the worker takes them from the
+   * request (a run's first prompt) or the workflow instead of from here.
+   */
+  inputLength?: number;
   /**
    * The conversation recorded before this turn, by reference: its length and the id of its last
    * assistant entry. A worker whose cache does not match exactly fetches it from the workflow.
@@ -52,8 +62,16 @@ export interface ModelCallInput {
   turn: number;
   /** The conversation up to the last assistant message, by reference (see `TurnActivityInput`). */
   transcript: { length: number; lastAssistantId?: string };
-  /** What came after it: tool results and user messages, in order. */
-  delta: TranscriptEntry[];
+  /** What came after it: tool results and user messages, in order. Runs from before store-once only. */
+  delta?: TranscriptEntry[];
+  /**
+   * Since store-once: how many entries come after `transcript` (a tool entry, then user
+   * messages). They are in history already (the tool activities' results, signals), so the worker
+   * takes the tool results it produced from its cache, and the rest from the workflow.
+   */
+  deltaLength?: number;
+  /** The ids of the tool results that make the first of those entries, in call order (`resultId`). */
+  toolResultIds?: string[];
   /** Sent with the run's first model call only. */
   request?: ResolvedSubagentRequest;
 }
@@ -63,7 +81,7 @@ export interface ModelToolCall {
   id: string;
   name: string;
   arguments: string;
-  answer?: { content: ContentBlock[]; isError: boolean };
+  answer?: ToolActivityResult;
 }
 
 export interface ModelCallResult {
@@ -77,6 +95,12 @@ export interface ModelCallResult {
   /** A value captured by `structured_output` in this response; it ends the turn. */
   structured?: unknown;
   usage?: SubagentUsage;
+}
+
+/** What a tool activity returns: the outcome, and an id its worker caches it under for the next model call. */
+export interface ToolActivityResult extends ToolCallOutcome {
+  /** Names this attempt's result: a retried call that ran elsewhere has another id, so no cache mistakes one for the other. */
+  resultId?: string;
 }
 
 /** Input of a tool activity (its type is the tool's name). */

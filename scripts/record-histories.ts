@@ -5,7 +5,10 @@
 // result, a provider that cannot be nudged, a cancel that wins over a dead worker's turn); v3
 // (`v3 cancelled-dead-worker`) adds a cancel that reaches the nested runs at once; v4
 // (`v4 start resumed structured agent-loop disposed`) the settle record and a dispose that answers at
-// once; v5 (`v5 disposed`) a segment that closes the run without a settle record.
+// once; v5 (`v5 disposed`) a segment that closes the run without a settle record; v6
+// (`v6 start resumed structured agent-loop agent-loop-continued agent-loop-carried-on`) activity
+// inputs that count what history holds already (store-once) and a turn that continues as new
+// between model calls.
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,7 +36,8 @@ const text = (value: string) => [{ type: 'text' as const, text: value }];
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('WARN') });
-  const server = await startDevServer();
+  // Every recorded run stays far below this but the long turn, which so continues as new mid-turn.
+  const server = await startDevServer({ dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 150 } });
   const temporal = await connectTemporal({ env: { TEMPORAL_ADDRESS: server.address } });
   const provider = createScriptedProvider({ name: 'scripted' });
   const oneShot = createScriptedProvider({ name: 'one-shot', steering: false, resumable: false });
@@ -115,6 +119,26 @@ async function main(): Promise<void> {
 
     const cancelled = await cancelWhileItsWorkerIsDead();
 
+    // One agent-loop turn long enough to continue as new between two of its model calls.
+    const steps = 30;
+    fake.enqueue(
+      ...Array.from({ length: steps }, () => toolCallReply([{ name: 'list_directory', arguments: {} }])),
+      textReply('done at last'),
+    );
+    const long = service.start('spawn', {
+      prompt: text('keep listing'),
+      parent: { id: 'recorder', session: { header: { id: 's', cwd: __dirname } } },
+    });
+    await long.result;
+    await long.dispose();
+    const longRuns: string[] = [];
+    for await (const execution of temporal.client.workflow.list({ query: `WorkflowId = '${long.id}'` })) {
+      longRuns.push(execution.runId);
+    }
+    const firstLongRun = (await temporal.client.workflow.getHandle(long.id).describe()).raw.workflowExecutionInfo
+      ?.firstRunId;
+    const carriedOn = longRuns.find((runId) => runId !== firstLongRun);
+
     const handle = temporal.client.workflow.getHandle(run.id);
     const firstRunId = (await handle.describe()).raw.workflowExecutionInfo?.firstRunId ?? undefined;
     const recordings = [
@@ -125,6 +149,8 @@ async function main(): Promise<void> {
       ['disposed', disposed.id, undefined],
       ['unnudged', unnudged.id, undefined],
       ['cancelled-dead-worker', cancelled, undefined],
+      ['agent-loop-continued', long.id, firstLongRun ?? undefined],
+      ['agent-loop-carried-on', long.id, carriedOn],
     ] as const;
     // A version that changes one path records only the labels given after it.
     for (const [label, workflowId, runId] of recordings.filter(([label]) => !ONLY.length || ONLY.includes(label))) {

@@ -4,13 +4,13 @@
 // the workflow and send activities a reference to it plus what is new, never the whole of it.
 import { ActivityOptions, CancellationScope, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
-import type { ModelCallResult, ModelToolCall, ToolActivityInput } from '../activities/types';
+import type { ModelCallResult, ModelToolCall, ToolActivityInput, ToolActivityResult } from '../activities/types';
 import type { ContentBlock, JsonValue } from '../src/seam/content';
 import { delegationOf } from '../src/seam/delegation';
 import { causeChain } from '../src/seam/errors';
 import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
 import type { SubagentTurnResult, SubagentUsage } from '../src/seam/result';
-import { type ToolCallOutcome, toolError } from '../src/seam/tool';
+import { toolError } from '../src/seam/tool';
 
 /** The run's mutable state that turns read and extend; carried through continue-as-new. */
 export interface RunState {
@@ -48,7 +48,7 @@ export interface TurnOptions {
 export type TurnRunner = (turnInput: ContentBlock[][], options?: TurnOptions) => Promise<SubagentTurnResult>;
 
 type Activities = ReturnType<typeof createActivities>;
-type ToolActivities = Record<string, (input: ToolActivityInput) => Promise<ToolCallOutcome>>;
+type ToolActivities = Record<string, (input: ToolActivityInput) => Promise<ToolActivityResult>>;
 
 export function turnRunner(
   driver: 'turns' | 'agent-loop',
@@ -76,7 +76,8 @@ export function turnRunner(
         runId: state.runId,
         segment: state.segment,
         turn,
-        input: turnInput,
+        // The messages are in history already (the start, signals, the resume): count them only.
+        ...(patched(STORE_ONCE_PATCH) ? { inputLength: turnInput.length } : { input: turnInput }),
         transcript: transcriptRef,
         request: turn === 0 ? state.request : undefined,
         ...(state.providerState === undefined ? {} : { providerState: state.providerState }),
@@ -107,6 +108,8 @@ export function turnRunner(
     // A carried-on turn goes on as it would have: messages that came meanwhile join before the next call.
     state.transcript.push(...(resumeAt ? state.pending.splice(0) : turnInput).map(userEntry));
     const firstStep = resumeAt?.step ?? 0;
+    // The ids of the tool results that begin the next call's delta (store-once).
+    let toolResultIds: string[] | undefined;
     for (let step = firstStep; ; step++) {
       if (step > firstStep) await betweenSteps?.({ turn, step, base });
       if (step === maxStepsPerTurn) {
@@ -124,7 +127,11 @@ export function turnRunner(
           segment: state.segment,
           turn,
           transcript: reference(base),
-          delta: state.transcript.slice(base),
+          // Tool results and messages are in history already (the tools' results, signals): the
+          // call counts them, and names the results its worker may hold.
+          ...(patched(STORE_ONCE_PATCH)
+            ? { deltaLength: state.transcript.length - base, ...(toolResultIds ? { toolResultIds } : {}) }
+            : { delta: state.transcript.slice(base) }),
           request: turn === 0 && step === 0 ? state.request : undefined,
         });
       } catch (err) {
@@ -146,7 +153,12 @@ export function turnRunner(
       if (result.stopReason !== 'completed' || result.toolCalls.length === 0) return turnResult(result);
 
       // Calls run concurrently; their results enter the conversation in call order.
-      const answers = await Promise.all(result.toolCalls.map((call) => call.answer ?? runTool(call)));
+      const answers: ToolActivityResult[] = await Promise.all(
+        result.toolCalls.map((call) => call.answer ?? runTool(call)),
+      );
+      toolResultIds = answers.every((answer) => answer.resultId !== undefined)
+        ? answers.map((answer) => answer.resultId!)
+        : undefined;
       base = state.transcript.length;
       state.transcript.push({
         kind: 'tool',
@@ -164,7 +176,7 @@ export function turnRunner(
   }
 
   /** A tool activity; a failure after its retries becomes an error result the model can read. */
-  async function runTool(call: ModelToolCall): Promise<ToolCallOutcome> {
+  async function runTool(call: ModelToolCall): Promise<ToolActivityResult> {
     try {
       return await tools[call.name]!({
         provider: state.provider,
@@ -191,6 +203,12 @@ function turnResult(result: ModelCallResult): SubagentTurnResult {
     ...(result.structured === undefined ? {} : { structured: result.structured }),
   };
 }
+
+/**
+ * Patch: activity inputs count the messages and tool results that are in history already instead
+ * of carrying them again, so each is stored once.
+ */
+const STORE_ONCE_PATCH = 'store-once';
 
 /** Patch: an activity that fails after its run was cancelled (its worker died) stops the run. */
 export const CANCEL_WINS_PATCH = 'cancel-wins-over-activity-failure';

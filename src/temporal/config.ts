@@ -7,7 +7,8 @@ import type { DataConverter } from '@temporalio/common';
 import { loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig';
 import { SubagentError } from '../seam/errors';
 import { codecFromEnv } from './codec';
-import { offloadThresholdFromEnv, payloadStorage, payloadStoreFromEnv } from './payload-store';
+import { DEFAULT_OFFLOAD_BYTES, FilePayloadStore, type SubagentPayloadStore, payloadStorage } from './payload-store';
+import { PostgresPayloadStore } from './postgres-payload-store';
 
 export interface TemporalConnectionSettings {
   address: string;
@@ -117,4 +118,37 @@ function tlsOf(tls: TLSConfig | boolean | null | undefined): TLSConfig | true | 
   if (tls === true) return true;
   const set = Object.entries(tls).filter(([, value]) => value !== undefined);
   return set.length > 0 ? (Object.fromEntries(set) as TLSConfig) : true;
+}
+
+/**
+ * The payload store the environment configures: `SUBAGENT_PAYLOAD_STORE` is `file:<dir>`, a
+ * PostgreSQL URL (`postgres://...`), or `off`; unset, it is files under `defaultDir` when one is
+ * given (the embedded default), else none. Throws `INVALID_CONFIG` for any other value.
+ */
+export function payloadStoreFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  defaultDir?: string,
+): SubagentPayloadStore | undefined {
+  const configured = env.SUBAGENT_PAYLOAD_STORE?.trim();
+  if (!configured) return defaultDir === undefined ? undefined : new FilePayloadStore(defaultDir);
+  if (configured === 'off') return undefined;
+  if (configured.startsWith('file:') && configured.length > 'file:'.length) {
+    return new FilePayloadStore(configured.slice('file:'.length));
+  }
+  if (/^postgres(ql)?:\/\//.test(configured)) return new PostgresPayloadStore(configured);
+  throw new SubagentError(
+    'SUBAGENT_PAYLOAD_STORE must be "file:<directory>", a PostgreSQL URL ("postgres://...") or "off"',
+    'INVALID_CONFIG',
+  );
+}
+
+/** `SUBAGENT_PAYLOAD_OFFLOAD_BYTES`: the offload threshold, a whole number of bytes (default 32 KiB). */
+export function offloadThresholdFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.SUBAGENT_PAYLOAD_OFFLOAD_BYTES?.trim();
+  if (!raw) return DEFAULT_OFFLOAD_BYTES;
+  const bytes = Number(raw);
+  if (!Number.isInteger(bytes) || bytes < 0) {
+    throw new SubagentError('SUBAGENT_PAYLOAD_OFFLOAD_BYTES must be a whole number of bytes', 'INVALID_CONFIG');
+  }
+  return bytes;
 }

@@ -20,8 +20,6 @@ import {
 import { ExternalStorageRunner } from '@temporalio/common/lib/internal-non-workflow';
 import { temporal } from '@temporalio/proto';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../seam/constants';
-import { SubagentError } from '../seam/errors';
-import { PostgresPayloadStore } from './postgres-payload-store';
 
 const PayloadProto = temporal.api.common.v1.Payload;
 
@@ -230,37 +228,4 @@ async function runExists(client: Client, runId: string): Promise<boolean> {
     if (err instanceof WorkflowNotFoundError) return false;
     throw err;
   }
-}
-
-/**
- * The payload store the environment configures: `SUBAGENT_PAYLOAD_STORE` is `file:<dir>`, a
- * PostgreSQL URL (`postgres://...`), or `off`; unset, it is files under `defaultDir` when one is
- * given (the embedded default), else none. Throws `INVALID_CONFIG` for any other value.
- */
-export function payloadStoreFromEnv(
-  env: NodeJS.ProcessEnv = process.env,
-  defaultDir?: string,
-): SubagentPayloadStore | undefined {
-  const configured = env.SUBAGENT_PAYLOAD_STORE?.trim();
-  if (!configured) return defaultDir === undefined ? undefined : new FilePayloadStore(defaultDir);
-  if (configured === 'off') return undefined;
-  if (configured.startsWith('file:') && configured.length > 'file:'.length) {
-    return new FilePayloadStore(configured.slice('file:'.length));
-  }
-  if (/^postgres(ql)?:\/\//.test(configured)) return new PostgresPayloadStore(configured);
-  throw new SubagentError(
-    'SUBAGENT_PAYLOAD_STORE must be "file:<directory>", a PostgreSQL URL ("postgres://...") or "off"',
-    'INVALID_CONFIG',
-  );
-}
-
-/** `SUBAGENT_PAYLOAD_OFFLOAD_BYTES`: the offload threshold, a whole number of bytes (default 32 KiB). */
-export function offloadThresholdFromEnv(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.SUBAGENT_PAYLOAD_OFFLOAD_BYTES?.trim();
-  if (!raw) return DEFAULT_OFFLOAD_BYTES;
-  const bytes = Number(raw);
-  if (!Number.isInteger(bytes) || bytes < 0) {
-    throw new SubagentError('SUBAGENT_PAYLOAD_OFFLOAD_BYTES must be a whole number of bytes', 'INVALID_CONFIG');
-  }
-  return bytes;
 }

@@ -5,13 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { ExternalStorageRunner } from '@temporalio/common/lib/internal-non-workflow';
-import {
-  DEFAULT_OFFLOAD_BYTES,
-  FilePayloadStore,
-  offloadThresholdFromEnv,
-  payloadStorage,
-  payloadStoreFromEnv,
-} from '../../src/temporal/payload-store';
+import { offloadThresholdFromEnv, payloadStoreFromEnv } from '../../src/temporal/config';
+import { DEFAULT_OFFLOAD_BYTES, FilePayloadStore, payloadStorage } from '../../src/temporal/payload-store';
 import { PostgresPayloadStore } from '../../src/temporal/postgres-payload-store';
 
 describe('payloadStoreFromEnv', () => {
