@@ -24,7 +24,7 @@ describe('replay', () => {
 
   const files = readdirSync(HISTORIES).filter((file) => file.startsWith('subagent-run-') && file.endsWith('.json'));
 
-  it('has recorded histories of each shipped workflow version: v1, v2 with its patched paths, v3, v4, v5, and the overwritten ones', () => {
+  it('has recorded histories of each shipped workflow version: v1, v2 with its patched paths, v3 to v6, and the overwritten ones', () => {
     expect(files).toEqual(
       expect.arrayContaining([
         ...['start', 'resumed', 'structured', 'agent-loop'].map((label) => `subagent-run-v1-${label}.json`),
@@ -34,6 +34,9 @@ describe('replay', () => {
         'subagent-run-v3-cancelled-dead-worker.json',
         ...['start', 'resumed', 'structured', 'agent-loop', 'disposed'].map((label) => `subagent-run-v4-${label}.json`),
         'subagent-run-v5-disposed.json',
+        ...['start', 'resumed', 'structured', 'agent-loop', 'agent-loop-continued', 'agent-loop-carried-on'].map(
+          (label) => `subagent-run-v6-${label}.json`,
+        ),
         ...['start', 'resumed'].map((label) => `subagent-run-v1-${label}.ec5e0de.json`),
         ...['start', 'resumed', 'structured'].map((label) => `subagent-run-v1-${label}.d523cac.json`),
         ...['start', 'resumed', 'structured', 'agent-loop'].map((label) => `subagent-run-v1-${label}.ad44515.json`),
