@@ -107,7 +107,7 @@ export async function callModel(
     completion = await client.chat.completions.create(
       {
         model,
-        messages: toChatMessages(system, conversation),
+        messages: toChatMessages(system, withinContext(conversation, provider.endpoint.maxContextChars)),
         ...(offered.length > 0 ? { tools: offered } : {}),
         ...(provider.endpoint.maxTokens ? { max_tokens: provider.endpoint.maxTokens } : {}),
       },
@@ -154,6 +154,39 @@ export async function callModel(
     }
     return {};
   }
+}
+
+/**
+ * The conversation a call sends under a budget of `maxChars`: walking back from the newest entry,
+ * every tool output past the budget is replaced by a note (user and assistant messages always go
+ * whole). Measured in characters of text, which costs nothing per call however long the turn.
+ */
+export function withinContext(entries: readonly TranscriptEntry[], maxChars: number | undefined): TranscriptEntry[] {
+  if (maxChars === undefined) return [...entries];
+  const chars = (content: readonly ContentBlock[]) =>
+    content.reduce((sum, block) => sum + (block.type === 'text' ? block.text.length : 0), 0);
+  let used = 0;
+  const fitted = [...entries];
+  for (let index = fitted.length - 1; index >= 0; index--) {
+    const entry = fitted[index]!;
+    if (entry.kind !== 'tool') {
+      used += chars(entry.content);
+      continue;
+    }
+    fitted[index] = {
+      kind: 'tool',
+      results: entry.results.map((result) => {
+        const size = chars(result.content);
+        if (used + size <= maxChars) {
+          used += size;
+          return result;
+        }
+        const note = `[output left out: ${size} characters, over the conversation's budget of ${maxChars}]`;
+        return { ...result, content: [{ type: 'text', text: note }] };
+      }),
+    };
+  }
+  return fitted;
 }
 
 /** The conversation in chat-completions form: system, then user, assistant and tool messages. */

@@ -1,7 +1,7 @@
 // `npm run bench`: what durability costs, measured side by side in one run against the limit
 // here, a bare Temporal workflow with one activity on the same embedded server and worker
 // settings. Plain Node, no test runner. `--quick` for fewer repetitions (under two minutes),
-// `--observers` for section 8 alone,
+// `--observers` for section 8 alone, `--long-turn` for section 9 alone,
 // `--json` to end the table with one JSON line of every figure.
 import { randomUUID } from 'node:crypto';
 import { readFileSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -22,6 +22,11 @@ import {
 import { bundleSubagentWorkflows, connectTemporal, createSpawnProvider, createSubagentWorker } from '../src/worker';
 
 const quick = process.argv.includes('--quick');
+const LONG_TURN_CALLS = 1000;
+/** A directory for the LLM children's file tools, with a file of 200 KiB in lines of 64 characters. */
+const benchFiles = mkdtempSync(join(tmpdir(), 'subagent-bench-files-'));
+const BIG_FILE = 'big.txt';
+writeFileSync(join(benchFiles, BIG_FILE), `${'z'.repeat(63)}\n`.repeat((200 * 1024) / 64));
 const json = process.argv.includes('--json');
 const log = (line = '') => console.log(line);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -214,16 +219,31 @@ async function observers(
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const results: Record<string, unknown> = {};
-  const temporal = await connectTemporal({ env: {}, devServer: { dbFilename: undefined } });
-  const { connection, client } = temporal;
+  // The embedded default, payloads over 32 KiB offloaded to files (here, a directory of the run's own).
+  const payloads = mkdtempSync(join(tmpdir(), 'subagent-bench-payloads-'));
+  const temporal = await connectTemporal({
+    env: { SUBAGENT_PAYLOAD_STORE: `file:${payloads}` },
+    devServer: { dbFilename: undefined },
+  });
+  const { connection, client, dataConverter } = temporal;
   const fake = await startFakeOpenAI();
   const timing = timed();
   const spawn = createSpawnProvider({
     endpoint: { baseURL: fake.baseURL, model: 'fake-model' },
     runSettings: { maxStepsPerTurn: 1000 },
   });
-  const providers = [noop('noop', true), noop('noop-closing', false), timing.provider, spawn];
-  const subagentWorker = await createSubagentWorker({ connection, providers });
+  // Tool outputs of 200 KiB: the model is sent the newest whole, within a budget.
+  const bigOutputs = createSpawnProvider({
+    name: 'spawn-big-outputs',
+    endpoint: { baseURL: fake.baseURL, model: 'fake-model', maxContextChars: 1_000_000 },
+    runSettings: { maxStepsPerTurn: LONG_TURN_CALLS + 10 },
+  });
+  const providers = [noop('noop', true), noop('noop-closing', false), timing.provider, spawn, bigOutputs];
+  const subagentWorker = await createSubagentWorker({
+    connection,
+    providers,
+    ...(dataConverter ? { dataConverter } : {}),
+  });
   const baselineWorker = await Worker.create({
     connection,
     taskQueue: 'bench.baseline',
@@ -256,6 +276,56 @@ async function main(): Promise<void> {
     await handle.result();
     return performance.now() - started;
   };
+
+  /** An LLM child whose one turn calls `tool` `calls` times, then answers; its history, in all its runs. */
+  const toolLoop = async (provider: string, calls: number, tool: string, args: object) => {
+    let made = 0;
+    fake.setHandler(() => (++made < calls ? toolCallReply([{ name: tool, arguments: args }]) : textReply('done')));
+    const started = performance.now();
+    const run = service.start(provider, {
+      prompt: text(`loop ${calls}`),
+      parent: { id: 'bench', session: { header: { id: 's', cwd: benchFiles } } },
+    });
+    await run.result;
+    const seconds = (performance.now() - started) / 1000;
+    let bytes = 0;
+    let runs = 0;
+    for await (const execution of client.workflow.list({ query: `WorkflowId = '${run.id}'` })) {
+      const { raw } = await client.workflow.getHandle(run.id, execution.runId).describe();
+      bytes += Number(raw.workflowExecutionInfo?.historySizeBytes ?? 0);
+      runs++;
+    }
+    await run.dispose();
+    return { bytes, runs, seconds, bytesPerCall: Math.round(bytes / calls) };
+  };
+
+  const longTurn = async () => {
+    const { bytes, runs, seconds, bytesPerCall } = await toolLoop(bigOutputs.name, LONG_TURN_CALLS, 'read_file', {
+      path: BIG_FILE,
+    });
+    log(
+      `9. One turn of ${LONG_TURN_CALLS} model calls, each tool output 200 KiB (offloaded; model budget 1,000,000 characters):`,
+    );
+    log(
+      `   history ${(bytes / 1024 / 1024).toFixed(2)} MB over ${runs} runs (${bytesPerCall} bytes per call), ` +
+        `${seconds.toFixed(1)} s   goal: under 10 MB`,
+    );
+    return {
+      calls: LONG_TURN_CALLS,
+      history_bytes: bytes,
+      runs,
+      seconds: round(seconds),
+      bytes_per_call: bytesPerCall,
+    };
+  };
+
+  // `--long-turn`: only section 9.
+  if (process.argv.includes('--long-turn')) {
+    await subagentWorker.runUntil(async () => (results.long_turn = await longTurn()));
+    await Promise.all([temporal.close(), fake.close()]);
+    if (json) console.log(JSON.stringify(results));
+    return;
+  }
 
   // `--observers`: only section 8.
   if (process.argv.includes('--observers')) {
@@ -363,25 +433,26 @@ async function main(): Promise<void> {
         `4. Resume, resume() -> the provider's new turn, ${samples} samples:       p50 ${r.p50.toFixed(1)} ms   p95 ${r.p95.toFixed(1)} ms   goal p50 <= 150`,
       );
 
-      // 5. History bytes per model call of an LLM child that keeps calling a tool.
+      // 5. History bytes per model call of an LLM child that keeps calling a tool: small outputs
+      // (a directory listing), and 200 KiB ones (a file read), offloaded to the payload store.
       const perTurn: Record<string, number> = {};
+      const perTurnBig: Record<string, number> = {};
       for (const calls of [10, 50, 200]) {
-        let made = 0;
-        fake.setHandler(() =>
-          ++made < calls ? toolCallReply([{ name: 'list_directory', arguments: {} }]) : textReply('done'),
-        );
-        const run = service.start(spawn.name, {
-          prompt: text(`loop ${calls}`),
-          parent: { id: 'bench', session: { header: { id: 's', cwd: __dirname } } },
-        });
-        await run.result;
-        const info = (await client.workflow.getHandle(run.id).describe()).raw.workflowExecutionInfo!;
-        await run.dispose();
-        perTurn[String(calls)] = Math.round(Number(info.historySizeBytes) / calls);
+        perTurn[String(calls)] = (await toolLoop(spawn.name, calls, 'list_directory', {})).bytesPerCall;
+        perTurnBig[String(calls)] = (
+          await toolLoop(bigOutputs.name, calls, 'read_file', { path: BIG_FILE })
+        ).bytesPerCall;
       }
-      results.history_bytes_per_turn = perTurn;
+      results.history_bytes_per_turn = { ...perTurn, big_outputs_200_kib: perTurnBig };
       log(`5. History bytes per model call (model call + tool call per step, fake model server):`);
       log(`   10 calls ${perTurn['10']}   50 calls ${perTurn['50']}   200 calls ${perTurn['200']}   goal: flat`);
+      log(
+        `   200 KiB tool outputs, offloaded: 10 calls ${perTurnBig['10']}   50 calls ${perTurnBig['50']}   ` +
+          `200 calls ${perTurnBig['200']}   goal: under 2,048`,
+      );
+
+      // 9. One turn of 1,000 model calls reading 200 KiB each (the full run only).
+      if (!quick) results.long_turn = await longTurn();
 
       // 8. Observers: 1,000 waiters on one run from 5 connections, by each way of waiting.
       await observers(temporal.address, temporal.devServer?.pid, service, timing, results);

@@ -3,6 +3,7 @@
 // call and each tool call is an activity, so a crash costs at most the call in flight. `spawn`
 // starts fresh; `fork` is seeded with the parent's conversation up to its last completed turn.
 import type { SubagentAgentProvider, SubagentModelEndpoint, SubagentRunSettings } from '../seam/provider';
+import { SubagentError } from '../seam/errors';
 import type { SubagentTool } from '../seam/tool';
 import { builtinFileTools } from '../tools';
 
@@ -21,12 +22,24 @@ export interface LlmProviderOptions {
 export const DEFAULT_SYSTEM_PROMPT =
   'You are a subagent: another agent delegated a task to you. Work on it with the tools you have, then answer with a concise, complete result. The files you can read are confined to the working directory.';
 
-/** The endpoint the environment configures: OPENAI_BASE_URL, OPENAI_API_KEY, SUBAGENT_MODEL. */
+/**
+ * The endpoint the environment configures: OPENAI_BASE_URL, OPENAI_API_KEY, SUBAGENT_MODEL,
+ * SUBAGENT_MAX_CONTEXT_CHARS (a positive whole number; anything else is `INVALID_CONFIG`).
+ */
 export function endpointFromEnv(env: NodeJS.ProcessEnv = process.env): SubagentModelEndpoint {
+  const maxContext = env.SUBAGENT_MAX_CONTEXT_CHARS?.trim();
+  const maxContextChars = maxContext ? Number(maxContext) : undefined;
+  if (maxContextChars !== undefined && !(Number.isInteger(maxContextChars) && maxContextChars > 0)) {
+    throw new SubagentError(
+      'SUBAGENT_MAX_CONTEXT_CHARS must be a positive whole number of characters',
+      'INVALID_CONFIG',
+    );
+  }
   return {
     ...(env.OPENAI_BASE_URL ? { baseURL: env.OPENAI_BASE_URL } : {}),
     ...(env.OPENAI_API_KEY ? { apiKey: env.OPENAI_API_KEY } : {}),
     ...(env.SUBAGENT_MODEL ? { model: env.SUBAGENT_MODEL } : {}),
+    ...(maxContextChars ? { maxContextChars } : {}),
   };
 }
 

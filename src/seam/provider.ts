@@ -134,6 +134,12 @@ export interface SubagentModelEndpoint {
   maxTokens?: number;
   /** HTTP timeout of one model call. */
   timeoutMs?: number;
+  /**
+   * The most conversation one call sends, in characters: past it, the oldest tool outputs are
+   * sent as a note saying they were left out (the newest stay whole), so a turn of any length
+   * fits the model's window. History keeps every output whole. Default: no limit.
+   */
+  maxContextChars?: number;
 }
 
 /**

@@ -1,6 +1,8 @@
 // Worker bootstrap: hosts the run workflow and provider implementations. One Temporal worker per
 // task queue, all sharing one prebuilt workflow bundle; a provider's runs (workflow and turn
 // activities) live on its queue, so a fleet serves a provider wherever its queue is polled.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, Worker, WorkerOptions, bundleWorkflowCode } from '@temporalio/worker';
@@ -130,6 +132,7 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
   });
   const workflowBundle =
     options.workflowBundle ?? (await bundleSubagentWorkflows({ tracing: options.tracing !== undefined }));
+  const buildId = buildIdOf(workflowBundle);
   const taskQueues = [...new Set([...providers.values()].map((p) => p.taskQueue ?? defaultTaskQueue(p.name)))];
   const heartbeatThrottle = options.heartbeatIntervalMs ?? 1000;
   const workers = await Promise.all(
@@ -141,6 +144,9 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
         // A run whose worker died waits this long for it before another worker takes its next
         // workflow task (and replays it): the SDK's 10 s default dominates recovery otherwise.
         stickyQueueScheduleToStartTimeout: STICKY_QUEUE_TIMEOUT_MS,
+        // Recorded in three events of every step: the SDK's default (its name, version and a
+        // whole SHA-256) alone would be a fifth of an agent loop's history.
+        ...(buildId ? { buildId } : {}),
         ...(options.tracing ? tracingWorkerOptions(options.tracing) : {}),
         ...options.workerOptions,
         connection: options.connection,
@@ -182,6 +188,20 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
       }
     },
   };
+}
+
+/**
+ * A short id of the workflow code the worker runs: `subagents+` and 16 hex digits of the bundle's
+ * SHA-256 (none for a bundle given by a path that cannot be read; the SDK's default then applies).
+ */
+function buildIdOf(bundle: NonNullable<WorkerOptions['workflowBundle']>): string | undefined {
+  let code: string | Buffer;
+  try {
+    code = 'code' in bundle ? bundle.code : readFileSync(bundle.codePath);
+  } catch {
+    return undefined;
+  }
+  return `subagents+${createHash('sha256').update(code).digest('hex').slice(0, 16)}`;
 }
 
 /** Sweeps the payload store now and then while the worker runs (when its data converter has one). */
