@@ -321,7 +321,7 @@ async function main(): Promise<void> {
 
   // `--long-turn`: only section 9.
   if (process.argv.includes('--long-turn')) {
-    await subagentWorker.runUntil(async () => (results.long_turn = await longTurn()));
+    await subagentWorker.runUntil(() => baselineWorker.runUntil(async () => (results.long_turn = await longTurn())));
     await Promise.all([temporal.close(), fake.close()]);
     if (json) console.log(JSON.stringify(results));
     return;
