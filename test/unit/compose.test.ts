@@ -239,9 +239,9 @@ describe('docker-compose.yml', () => {
     });
   });
 
-  it('passes the model settings through from the host environment instead of writing them down', () => {
+  it('passes the model settings and the encryption keys through from the host environment instead of writing them down', () => {
     const env = environment(services.worker);
-    for (const name of ['OPENAI_BASE_URL', 'OPENAI_API_KEY', 'SUBAGENT_MODEL']) {
+    for (const name of ['OPENAI_BASE_URL', 'OPENAI_API_KEY', 'SUBAGENT_MODEL', 'SUBAGENT_ENCRYPTION_KEYS']) {
       expect(env).toHaveProperty([name]);
       expect({ name, value: env[name], passThrough: isPassThrough(name, env[name]) }).toEqual({
         name,
