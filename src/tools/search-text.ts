@@ -3,6 +3,7 @@
 import type { Dirent, Stats } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
+import { RE2JS } from 're2js';
 import { type SubagentTool, toolResult } from '../seam/tool';
 import {
   BINARY_SNIFF_BYTES,
@@ -22,8 +23,8 @@ const SKIPPED_DIRECTORY_NAMES = new Set(['node_modules', '.git']);
 
 /**
  * `search_text`: every line under a file or directory inside the working directory that
- * contains `pattern` (a case-sensitive literal, or a JavaScript regular expression source when
- * `regex` is true), as `relative/path:line: text` with paths relative to the working directory.
+ * contains `pattern` (a case-sensitive literal, or a regular expression in RE2 syntax when
+ * `regex` is true, matched in time linear in the line), as `relative/path:line: text` with paths relative to the working directory.
  * The walk skips `node_modules` and `.git`, symlinks that leave the working directory (or point
  * back into the searched tree), files over `maxFileBytes` (default 1 MiB) and binary files; it
  * stops after `maxResults` (default 200) matches with a note. Refuses an invalid regular
@@ -37,7 +38,7 @@ export function searchTextTool(options: { maxResults?: number; maxFileBytes?: nu
     name: 'search_text',
     description:
       'Search text files under a path inside the working directory. Returns matching lines as `path:line: text`. ' +
-      'The pattern is a case-sensitive literal substring, or a JavaScript regular expression (no flags) when regex is true. ' +
+      'The pattern is a case-sensitive literal substring, or a regular expression in RE2 syntax (no flags, backreferences or lookaround) when regex is true. ' +
       `Skips node_modules, .git, binary files and files over ${maxFileBytes} bytes; stops after ${maxResults} matches.`,
     parameters: {
       type: 'object',
@@ -47,7 +48,7 @@ export function searchTextTool(options: { maxResults?: number; maxFileBytes?: nu
           type: 'string',
           description: "File or directory to search, relative to the working directory. Default '.'.",
         },
-        regex: { type: 'boolean', description: 'Treat pattern as a JavaScript regular expression. Default false.' },
+        regex: { type: 'boolean', description: 'Treat pattern as a regular expression (RE2 syntax). Default false.' },
       },
       required: ['pattern'],
       additionalProperties: false,
@@ -61,12 +62,16 @@ export function searchTextTool(options: { maxResults?: number; maxFileBytes?: nu
         const regex = booleanArgument(input, 'regex') ?? false;
         let matches: (line: string) => boolean;
         if (regex) {
-          let compiled: RegExp;
+          // RE2 semantics: matching time is linear in the line, whatever the pattern (a model's
+          // `^(a|a)+$` cannot freeze the worker); so no backreferences or lookaround.
+          let compiled: RE2JS;
           try {
-            compiled = new RegExp(pattern);
+            compiled = RE2JS.compile(pattern);
           } catch (error) {
             const reason = error instanceof Error ? error.message : String(error);
-            throw new InvalidArgumentsError(`"pattern" is not a valid regular expression: ${reason}`);
+            throw new InvalidArgumentsError(
+              `"pattern" is not a regular expression in RE2 syntax (no backreferences or lookaround): ${reason}`,
+            );
           }
           matches = (line) => compiled.test(line);
         } else {

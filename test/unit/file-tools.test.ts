@@ -360,10 +360,20 @@ describe('search_text', () => {
     );
   });
 
-  test('refuses an invalid regular expression', async () => {
-    expect(await expectRefused(search, { pattern: 'helper(', regex: true })).toContain(
-      'invalid arguments: "pattern" is not a valid regular expression:',
-    );
+  test('refuses an invalid regular expression, and what RE2 does not do (backreferences, lookaround)', async () => {
+    for (const pattern of ['helper(', '(a)\\1', '(?=a)b']) {
+      expect(await expectRefused(search, { pattern, regex: true })).toContain(
+        'invalid arguments: "pattern" is not a regular expression in RE2 syntax (no backreferences or lookaround):',
+      );
+    }
+  });
+
+  test('matches a pathological pattern in linear time: `^(a|a)+$` over a long line returns', async () => {
+    // A backtracking engine takes 2^n steps here; this test would not finish (nor would the worker).
+    const own = await fs.mkdtemp(path.join(base, 'pathological-'));
+    await fs.writeFile(path.join(own, 'line.txt'), `${'a'.repeat(5000)}b\n`);
+    const outcome = await search.execute({ pattern: '^(a|a)+$', regex: true }, context({ cwd: own }));
+    expect(textOf(outcome)).toBe('no matches for "^(a|a)+$" in .');
   });
 
   test('caps the results at maxResults with a note', async () => {
