@@ -4,14 +4,13 @@
 // prompts. Messages sent meanwhile become the next prompt at the turn boundary. The process never
 // outlives the turn: it is stopped on every path (EOF, then SIGTERM, then SIGKILL).
 import { ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { basename, dirname, isAbsolute, join, relative } from 'node:path';
+import { isAbsolute, relative } from 'node:path';
 import { Readable, Transform, Writable } from 'node:stream';
 import type * as Acp from '@agentclientprotocol/sdk';
 import type { ContentBlock } from '../seam/content';
 import type { SubagentRunSettings, SubagentTurnContext, SubagentTurnProvider } from '../seam/provider';
 import type { SubagentPermissionDecision, SubagentStopReason, SubagentTurnResult } from '../seam/result';
-import { resolveInside } from '../tools/confine';
+import { ConfinedRoot, ToolPathError } from '../tools/confine';
 
 export interface AcpProviderOptions {
   /** Default `acp`. */
@@ -39,6 +38,9 @@ export interface AcpProviderOptions {
   taskQueue?: string;
   runSettings?: SubagentRunSettings;
 }
+
+/** The largest file the agent may read or write through the client's file system. */
+const MAX_FILE_BYTES = 16 * 1024 * 1024;
 
 /** ACP stop reasons onto the seam's; anything else is a failure. */
 export const ACP_STOP_REASONS: ReadonlyMap<string, SubagentStopReason> = new Map<string, SubagentStopReason>([
@@ -207,16 +209,27 @@ class AgentProcess {
       .onRequest(acp.methods.client.session.requestPermission, ({ params }) => this.decide(params))
       .onRequest(acp.methods.client.fs.readTextFile, async ({ params }) => {
         if (!this.options.fileSystem?.read) throw acp.RequestError.methodNotFound('fs/read_text_file');
-        const text = await readFile(await this.confined(params.path), 'utf8');
+        const text = await this.confined(params.path, async (root, path) => {
+          const { handle, size } = await root.openFile(path);
+          try {
+            if (size > MAX_FILE_BYTES) throw new ToolPathError(`${path} is ${size} bytes, over ${MAX_FILE_BYTES}`);
+            return (await handle.readFile()).toString('utf8');
+          } finally {
+            await handle.close();
+          }
+        });
         const lines = text.split('\n');
         const start = (params.line ?? 1) - 1;
         return { content: lines.slice(start, params.limit ? start + params.limit : undefined).join('\n') };
       })
       .onRequest(acp.methods.client.fs.writeTextFile, async ({ params }) => {
         if (!this.options.fileSystem?.write) throw acp.RequestError.methodNotFound('fs/write_text_file');
-        const dir = await this.confined(dirname(params.path));
-        await mkdir(dir, { recursive: true });
-        await writeFile(join(dir, basename(params.path)), params.content);
+        await this.confined(params.path, async (root, path) => {
+          if (Buffer.byteLength(params.content) > MAX_FILE_BYTES) {
+            throw new ToolPathError(`the content for ${path} is over ${MAX_FILE_BYTES} bytes`);
+          }
+          await root.writeFile(path, params.content);
+        });
         return {};
       });
     const stdout = child.stdout.pipe(tap);
@@ -309,10 +322,21 @@ class AgentProcess {
     ]);
   }
 
-  /** A path the agent named, as a real path inside the run's cwd; anything else is refused. */
-  private async confined(path: string): Promise<string> {
+  /**
+   * `access` to a path the agent named (absolute, as ACP has them) through the run's cwd's
+   * confinement; a refusal is an invalid-params error the agent reads.
+   */
+  private async confined<T>(
+    path: string,
+    access: (root: ConfinedRoot, relativePath: string) => Promise<T>,
+  ): Promise<T> {
     if (!isAbsolute(path)) throw this.acp.RequestError.invalidParams({ path }, 'ACP paths must be absolute');
-    return resolveInside(this.cwd, relative(this.cwd, path) || '.');
+    try {
+      return await access(await ConfinedRoot.open(this.cwd), relative(this.cwd, path) || '.');
+    } catch (error) {
+      if (error instanceof ToolPathError) throw this.acp.RequestError.invalidParams({ path }, error.message);
+      throw error;
+    }
   }
 
   /** The configured policy's answer to a permission request, recorded for audit. */

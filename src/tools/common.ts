@@ -1,7 +1,7 @@
 // What the file tools share: running one call with its refusals returned as results the model
 // reads, the model's arguments checked one by one, and a few text helpers.
 import { type SubagentToolContext, type ToolCallOutcome, toolResult } from '../seam/tool';
-import { ToolPathError } from './confine';
+import { ConfinedRoot, ToolPathError } from './confine';
 
 export class InvalidArgumentsError extends Error {
   constructor(detail: string) {
@@ -15,17 +15,17 @@ export const NO_WORKING_DIRECTORY_MESSAGE = 'this run has no working directory, 
 export const BINARY_SNIFF_BYTES = 8 * 1024;
 
 /**
- * Runs one call in the run's working directory. Refused paths and bad arguments resolve as
- * failures the model reads; the run's cancellation and any other fault reject.
+ * Runs one call confined to the run's working directory. Refused paths and bad arguments resolve
+ * as failures the model reads; the run's cancellation and any other fault reject.
  */
 export async function runTool(
   context: SubagentToolContext,
-  body: (cwd: string) => Promise<ToolCallOutcome>,
+  body: (root: ConfinedRoot) => Promise<ToolCallOutcome>,
 ): Promise<ToolCallOutcome> {
   context.signal.throwIfAborted();
   if (context.cwd === undefined || context.cwd === '') return toolResult(NO_WORKING_DIRECTORY_MESSAGE, true);
   try {
-    return await body(context.cwd);
+    return await body(await ConfinedRoot.open(context.cwd));
   } catch (error) {
     if (error instanceof ToolPathError || error instanceof InvalidArgumentsError) {
       return toolResult(error.message, true);

@@ -6,7 +6,7 @@ import { readFileTool } from './read-file';
 import { searchTextTool } from './search-text';
 
 export { NO_WORKING_DIRECTORY_MESSAGE } from './common';
-export { ToolPathError, resolveInside } from './confine';
+export { ConfinedRoot, ToolPathError } from './confine';
 export { listDirectoryTool } from './list-directory';
 export { readFileTool } from './read-file';
 export { searchTextTool } from './search-text';

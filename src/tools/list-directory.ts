@@ -1,11 +1,9 @@
 // `list_directory`: the entries of one directory inside the working directory, symlinks shown as
 // what they point to when that stays inside it.
 import type { Dirent } from 'node:fs';
-import * as fs from 'node:fs/promises';
-import * as path from 'node:path';
 import { type SubagentTool, toolResult } from '../seam/tool';
 import { argumentObject, compareNames, positiveIntegerOption, runTool, stringArgument } from './common';
-import { displayPath, errorCode, fsRefusal, isInside, isSkippableFsError, resolveInside } from './confine';
+import { type ConfinedDirectory, NotDirectoryError } from './confine';
 
 /**
  * `list_directory`: the entries of one directory inside the working directory, one a line,
@@ -29,49 +27,41 @@ export function listDirectoryTool(options: { maxEntries?: number } = {}): Subage
       additionalProperties: false,
     },
     execute: (args, context) =>
-      runTool(context, async (cwd) => {
+      runTool(context, async (root) => {
         const input = argumentObject(args);
         const requested = stringArgument(input, 'path', false) ?? '.';
-        const real = await resolveInside(cwd, requested);
-        const realRoot = await fs.realpath(path.resolve(cwd));
-        let entries: Dirent[];
+        let directory: ConfinedDirectory;
         try {
-          entries = await fs.readdir(real, { withFileTypes: true });
+          directory = await root.openDirectory(requested);
         } catch (error) {
-          if (errorCode(error) === 'ENOTDIR') {
+          if (error instanceof NotDirectoryError) {
             return toolResult(
-              `${JSON.stringify(displayPath(cwd, requested))} is not a directory; use read_file to read a file`,
+              `${JSON.stringify(root.display(requested))} is not a directory; use read_file to read a file`,
               true,
             );
           }
-          throw fsRefusal(error, requested) ?? error;
+          throw error;
         }
-        entries.sort((a, b) => compareNames(a.name, b.name));
-        if (entries.length === 0) return toolResult('(empty directory)');
-        const shown = entries.slice(0, maxEntries);
-        const lines: string[] = [];
-        for (const entry of shown) lines.push(await describeEntry(entry, real, realRoot));
-        if (entries.length > shown.length) lines.push(`[truncated: ${entries.length - shown.length} more entries]`);
-        return toolResult(lines.join('\n'));
+        try {
+          const entries = [...directory.entries].sort((a, b) => compareNames(a.name, b.name));
+          if (entries.length === 0) return toolResult('(empty directory)');
+          const shown = entries.slice(0, maxEntries);
+          const lines: string[] = [];
+          for (const entry of shown) lines.push(await describeEntry(entry, directory));
+          if (entries.length > shown.length) lines.push(`[truncated: ${entries.length - shown.length} more entries]`);
+          return toolResult(lines.join('\n'));
+        } finally {
+          await directory.close();
+        }
       }),
   };
 }
 
-async function describeEntry(entry: Dirent, directory: string, realRoot: string): Promise<string> {
+async function describeEntry(entry: Dirent, directory: ConfinedDirectory): Promise<string> {
   if (entry.isDirectory()) return `${entry.name}/`;
   if (!entry.isSymbolicLink()) return entry.name;
-  let target: string;
-  try {
-    target = await fs.realpath(path.join(directory, entry.name));
-  } catch (error) {
-    if (isSkippableFsError(error)) return `${entry.name} (broken symlink)`;
-    throw error;
-  }
-  if (!isInside(realRoot, target)) return `${entry.name} (symlink leaving the working directory)`;
-  try {
-    return (await fs.stat(target)).isDirectory() ? `${entry.name}/` : entry.name;
-  } catch (error) {
-    if (isSkippableFsError(error)) return `${entry.name} (broken symlink)`;
-    throw error;
-  }
+  const followed = await directory.kind(entry.name);
+  if (followed.kind === 'outside') return `${entry.name} (symlink leaving the working directory)`;
+  if (followed.kind === 'missing') return `${entry.name} (broken symlink)`;
+  return followed.kind === 'directory' ? `${entry.name}/` : entry.name;
 }

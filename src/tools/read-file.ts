@@ -10,7 +10,7 @@ import {
   runTool,
   stringArgument,
 } from './common';
-import { displayPath, errorCode, fsRefusal, resolveInside } from './confine';
+import { type ConfinedFile, IsDirectoryError } from './confine';
 
 const READ_CHUNK_BYTES = 64 * 1024;
 
@@ -44,37 +44,33 @@ export function readFileTool(options: { maxBytes?: number } = {}): SubagentTool 
       additionalProperties: false,
     },
     execute: (args, context) =>
-      runTool(context, async (cwd) => {
+      runTool(context, async (root) => {
         const input = argumentObject(args);
         const requested = stringArgument(input, 'path', true);
         const offset = positiveIntegerArgument(input, 'offset', 'a 1-based line number') ?? 1;
         const limit = positiveIntegerArgument(input, 'limit', 'a number of lines');
-        const real = await resolveInside(cwd, requested);
-        return readSelection(real, requested, displayPath(cwd, requested), offset, limit, maxBytes);
+        const display = root.display(requested);
+        let file: ConfinedFile;
+        try {
+          file = await root.openFile(requested);
+        } catch (error) {
+          if (error instanceof IsDirectoryError) return isDirectoryFailure(display);
+          throw error;
+        }
+        return readSelection(file, display, offset, limit, maxBytes);
       }),
   };
 }
 
+/** The selection of an opened file, which it closes. */
 async function readSelection(
-  real: string,
-  requested: string,
+  { handle, size }: ConfinedFile,
   display: string,
   offset: number,
   limit: number | undefined,
   maxBytes: number,
 ): Promise<ToolCallOutcome> {
-  let handle: fs.FileHandle;
   try {
-    handle = await fs.open(real, 'r');
-  } catch (error) {
-    if (errorCode(error) === 'EISDIR') return isDirectoryFailure(display);
-    throw fsRefusal(error, requested) ?? error;
-  }
-  try {
-    const stat = await handle.stat();
-    if (stat.isDirectory()) return isDirectoryFailure(display);
-    if (!stat.isFile()) return toolResult(`${JSON.stringify(display)} is not a regular file`, true);
-    const size = stat.size;
     const sniff = await readAt(handle, 0, Math.min(size, BINARY_SNIFF_BYTES));
     if (sniff.includes(0)) {
       return toolResult(`${JSON.stringify(display)} looks like a binary file; read_file reads text only`, true);

@@ -1,8 +1,5 @@
 // `search_text`: every line under a path inside the working directory that holds a literal or
 // matches a regular expression, walking the tree within the confinement and the limits.
-import type { Dirent, Stats } from 'node:fs';
-import * as fs from 'node:fs/promises';
-import * as path from 'node:path';
 import { RE2JS } from 're2js';
 import { type SubagentTool, toolResult } from '../seam/tool';
 import {
@@ -16,7 +13,14 @@ import {
   runTool,
   stringArgument,
 } from './common';
-import { displayPath, fsRefusal, isInside, isSkippableFsError, resolveInside } from './confine';
+import {
+  type ConfinedDirectory,
+  type ConfinedFile,
+  NotDirectoryError,
+  ToolPathError,
+  isInside,
+  isSkippableFsError,
+} from './confine';
 
 const MAX_MATCH_LINE_CHARS = 500;
 const SKIPPED_DIRECTORY_NAMES = new Set(['node_modules', '.git']);
@@ -54,7 +58,7 @@ export function searchTextTool(options: { maxResults?: number; maxFileBytes?: nu
       additionalProperties: false,
     },
     execute: (args, context) =>
-      runTool(context, async (cwd) => {
+      runTool(context, async (root) => {
         const input = argumentObject(args);
         const pattern = stringArgument(input, 'pattern', true);
         if (pattern === '') throw new InvalidArgumentsError('"pattern" must not be empty');
@@ -77,32 +81,24 @@ export function searchTextTool(options: { maxResults?: number; maxFileBytes?: nu
         } else {
           matches = (line) => line.includes(pattern);
         }
-        const real = await resolveInside(cwd, requested);
-        const search = new TextSearch({
-          realRoot: await fs.realpath(path.resolve(cwd)),
-          searchRoot: real,
-          matches,
-          maxResults,
-          maxFileBytes,
-          signal: context.signal,
-        });
-        const start = displayPath(cwd, requested);
-        let stat: Stats;
+        const display = root.display(requested);
+        const search = new TextSearch({ matches, maxResults, maxFileBytes, signal: context.signal });
+        let directory: ConfinedDirectory;
         try {
-          stat = await fs.stat(real);
+          directory = await root.openDirectory(requested);
         } catch (error) {
-          throw fsRefusal(error, requested) ?? error;
+          if (!(error instanceof NotDirectoryError)) throw error;
+          // A file: searched alone.
+          await search.file(await root.openFile(requested), display);
+          return toolResult(search.report(pattern, display));
         }
-        if (stat.isDirectory()) await search.directory(real, start);
-        else if (stat.isFile()) await search.file(real, start, stat.size);
-        return toolResult(search.report(pattern, start));
+        await search.directory(directory, display, directory.real);
+        return toolResult(search.report(pattern, display));
       }),
   };
 }
 
 interface TextSearchOptions {
-  realRoot: string;
-  searchRoot: string;
   matches: (line: string) => boolean;
   maxResults: number;
   maxFileBytes: number;
@@ -118,71 +114,59 @@ class TextSearch {
 
   constructor(private readonly options: TextSearchOptions) {}
 
-  async directory(real: string, display: string): Promise<void> {
-    this.options.signal.throwIfAborted();
-    if (this.more || this.visited.has(real)) return;
-    this.visited.add(real);
-    let entries: Dirent[];
+  /**
+   * Every entry of an opened directory (which it closes), depth first in name order. Symlinks are
+   * followed when they stay inside the working directory and do not lead back into the tree
+   * searched (`searchRoot`).
+   */
+  async directory(directory: ConfinedDirectory, display: string, searchRoot: string): Promise<void> {
     try {
-      entries = await fs.readdir(real, { withFileTypes: true });
-    } catch (error) {
-      if (isSkippableFsError(error)) return;
-      throw error;
-    }
-    entries.sort((a, b) => compareNames(a.name, b.name));
-    for (const entry of entries) {
-      if (this.more) return;
-      if (SKIPPED_DIRECTORY_NAMES.has(entry.name)) continue;
-      const full = path.join(real, entry.name);
-      const childDisplay = display === '.' ? entry.name : `${display}/${entry.name}`;
-      if (entry.isSymbolicLink()) {
-        await this.symlink(full, childDisplay);
-      } else if (entry.isDirectory()) {
-        await this.directory(full, childDisplay);
-      } else if (entry.isFile()) {
-        await this.file(full, childDisplay);
+      this.options.signal.throwIfAborted();
+      if (this.more || this.visited.has(directory.real)) return;
+      this.visited.add(directory.real);
+      const entries = [...directory.entries].sort((a, b) => compareNames(a.name, b.name));
+      for (const entry of entries) {
+        if (this.more) return;
+        if (SKIPPED_DIRECTORY_NAMES.has(entry.name)) continue;
+        const childDisplay = display === '.' ? entry.name : `${display}/${entry.name}`;
+        let kind: 'directory' | 'file' | undefined;
+        if (entry.isSymbolicLink()) {
+          const followed = await directory.kind(entry.name);
+          if (followed.kind === 'outside') this.skippedOutside += 1;
+          if (followed.kind === 'directory' && !isInside(searchRoot, followed.real)) kind = 'directory';
+          if (followed.kind === 'file') kind = 'file';
+        } else if (entry.isDirectory()) {
+          kind = 'directory';
+        } else if (entry.isFile()) {
+          kind = 'file';
+        }
+        try {
+          if (kind === 'directory')
+            await this.directory(await directory.openDirectory(entry.name), childDisplay, searchRoot);
+          if (kind === 'file') await this.file(await directory.openFile(entry.name), childDisplay);
+        } catch (error) {
+          // Gone, or swapped for something else since it was listed: not part of the search.
+          if (!(error instanceof ToolPathError) && !isSkippableFsError(error)) throw error;
+        }
       }
+    } finally {
+      await directory.close();
     }
   }
 
-  private async symlink(full: string, display: string): Promise<void> {
-    let target: string;
-    try {
-      target = await fs.realpath(full);
-    } catch (error) {
-      if (isSkippableFsError(error)) return;
-      throw error;
-    }
-    if (!isInside(this.options.realRoot, target)) {
-      this.skippedOutside += 1;
-      return;
-    }
-    if (isInside(this.options.searchRoot, target)) return;
-    let stat: Stats;
-    try {
-      stat = await fs.stat(target);
-    } catch (error) {
-      if (isSkippableFsError(error)) return;
-      throw error;
-    }
-    if (stat.isDirectory()) await this.directory(target, display);
-    else if (stat.isFile()) await this.file(target, display, stat.size);
-  }
-
-  async file(real: string, display: string, knownSize?: number): Promise<void> {
-    this.options.signal.throwIfAborted();
-    if (this.more) return;
+  /** The matching lines of an opened file, which it closes. */
+  async file({ handle, size }: ConfinedFile, display: string): Promise<void> {
     let content: Buffer;
     try {
-      const size = knownSize ?? (await fs.stat(real)).size;
+      this.options.signal.throwIfAborted();
+      if (this.more) return;
       if (size > this.options.maxFileBytes) {
         this.skippedLarge += 1;
         return;
       }
-      content = await fs.readFile(real);
-    } catch (error) {
-      if (isSkippableFsError(error)) return;
-      throw error;
+      content = await handle.readFile();
+    } finally {
+      await handle.close();
     }
     if (content.subarray(0, BINARY_SNIFF_BYTES).includes(0)) return;
     const lines = content.toString('utf8').split('\n');

@@ -27,12 +27,12 @@ export {
 } from '../temporal/dev-server';
 export { TRACING_WORKFLOW_MODULE, tracingWorkerOptions } from '../temporal/tracing';
 export {
+  ConfinedRoot,
   ToolPathError,
   builtinFileTools,
   createDelegationTool,
   listDirectoryTool,
   readFileTool,
-  resolveInside,
   searchTextTool,
 } from '../tools';
 export { type ConnectTemporalOptions, type TemporalEnvironment, connectTemporal } from './connect';

@@ -6,9 +6,9 @@ import * as path from 'node:path';
 import type { ToolCallOutcome, SubagentTool, SubagentToolContext } from '../../src';
 import {
   listDirectoryTool,
+  ConfinedRoot,
   NO_WORKING_DIRECTORY_MESSAGE,
   readFileTool,
-  resolveInside,
   searchTextTool,
   ToolPathError,
 } from '../../src/tools';
@@ -104,33 +104,42 @@ describe('builtinFileTools', () => {
   });
 });
 
-describe('resolveInside', () => {
-  test('resolves a relative path to its real absolute path', async () => {
+describe('ConfinedRoot', () => {
+  const opened = async (requested: string) => {
+    const file = await (await ConfinedRoot.open(cwd)).openFile(requested);
+    await file.handle.close();
+    return file.real;
+  };
+
+  test('opens a relative path and knows where the opened file really is', async () => {
     const realCwd = await fs.realpath(cwd);
-    await expect(resolveInside(cwd, 'src/../notes.txt')).resolves.toBe(path.join(realCwd, 'notes.txt'));
-    await expect(resolveInside(cwd, '.')).resolves.toBe(realCwd);
+    await expect(opened('src/../notes.txt')).resolves.toBe(path.join(realCwd, 'notes.txt'));
+    const root = await ConfinedRoot.open(cwd);
+    const directory = await root.openDirectory('.');
+    await directory.close();
+    expect(directory.real).toBe(realCwd);
   });
 
   test('follows a symlink that stays inside to its target', async () => {
-    await expect(resolveInside(cwd, 'src-link/lib/util.ts')).resolves.toBe(
+    await expect(opened('src-link/lib/util.ts')).resolves.toBe(
       path.join(await fs.realpath(cwd), 'src', 'lib', 'util.ts'),
     );
   });
 
   test('throws ToolPathError for every escape', async () => {
-    await expect(resolveInside(cwd, '../outside/secret.txt')).rejects.toThrow(ToolPathError);
-    await expect(resolveInside(cwd, 'secret-link')).rejects.toThrow(ToolPathError);
-    await expect(resolveInside(cwd, path.join(cwd, 'notes.txt'))).rejects.toThrow(ToolPathError);
+    await expect(opened('../outside/secret.txt')).rejects.toThrow(ToolPathError);
+    await expect(opened('secret-link')).rejects.toThrow(ToolPathError);
+    await expect(opened(path.join(cwd, 'notes.txt'))).rejects.toThrow(ToolPathError);
   });
 
   test('refuses a relative working directory', async () => {
-    await expect(resolveInside('relative/dir', 'x')).rejects.toThrow(
+    await expect(ConfinedRoot.open('relative/dir')).rejects.toThrow(
       'the working directory "relative/dir" is not an absolute path',
     );
   });
 
   test('refuses a working directory that does not exist on this worker', async () => {
-    await expect(resolveInside(path.join(base, 'gone'), 'x')).rejects.toThrow('does not exist on this worker');
+    await expect(ConfinedRoot.open(path.join(base, 'gone'))).rejects.toThrow('does not exist on this worker');
   });
 });
 
