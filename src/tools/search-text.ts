@@ -141,8 +141,9 @@ class TextSearch {
           kind = 'file';
         }
         try {
-          if (kind === 'directory')
+          if (kind === 'directory') {
             await this.directory(await directory.openDirectory(entry.name), childDisplay, searchRoot);
+          }
           if (kind === 'file') await this.file(await directory.openFile(entry.name), childDisplay);
         } catch (error) {
           // Gone, or swapped for something else since it was listed: not part of the search.
