@@ -29,6 +29,7 @@ export { runOpenAIToolCall, toAiSdkTool, toOpenAITool } from './client/tool-adap
 export { type AuditRecord, type AuditVerdict, auditDrafts, exportAudit, verifyAudit } from './audit';
 export { assertSupportedOutputSchema, snapshotOutputSchema, validateStructuredValue } from './structured/schema';
 export { AesGcmPayloadCodec, type EncryptionKey, codecFromEnv, generateEncryptionKey } from './temporal/codec';
+export { ENCRYPTED_FAILURE_CONVERTER_PATH } from './temporal/failure-converter';
 export { type TemporalConnectionSettings, temporalSettingsFromEnv } from './temporal/config';
 export { ensureSearchAttributes } from './temporal/search-attributes';
 export { type SubagentTracing, tracingClientInterceptors } from './temporal/tracing';

@@ -28,7 +28,9 @@ function limitIn(err: unknown): Error | undefined {
 
 /** Maps what the Temporal client throws onto the seam's typed errors. */
 export function toSubagentError(err: unknown, runId: string): SubagentError {
-  if (err instanceof SubagentError) return err;
+  // One of ours, however deep the client wrapped it (a codec's refusal, say).
+  const ours = causeChain(err).find((e) => e instanceof SubagentError);
+  if (ours) return ours as SubagentError;
   if (err instanceof WorkflowNotFoundError) {
     return new SubagentError(`no subagent run with id "${runId}"`, 'UNKNOWN_RUN', { cause: err });
   }

@@ -35,6 +35,8 @@ export const SUBAGENT_ERROR_CODES = {
   RESOURCE_EXHAUSTED: 'RESOURCE_EXHAUSTED',
   /** `result` and any read of a run: a payload its history refers to is gone from the payload store. */
   PAYLOAD_MISSING: 'PAYLOAD_MISSING',
+  /** Any read of a run: a payload that is not encrypted where encryption is on (refused, not decoded). */
+  PAYLOAD_NOT_ENCRYPTED: 'PAYLOAD_NOT_ENCRYPTED',
 } as const;
 
 export type SubagentErrorCode = (typeof SUBAGENT_ERROR_CODES)[keyof typeof SUBAGENT_ERROR_CODES];

@@ -41,13 +41,16 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   private readonly keys: ReadonlyMap<string, Buffer>;
   private readonly currentKeyId: string;
   private readonly currentKey: Buffer;
+  private readonly allowPlaintext: boolean;
 
   /**
    * `keys` in any order; `currentKeyId` encrypts; every key in `keys` decrypts (rotation: old
-   * keys still decrypt). Throws `SubagentError('INVALID_CONFIG')` for no keys, an empty or
-   * duplicate id, a key that is not 32 bytes, or a `currentKeyId` not among the keys.
+   * keys still decrypt). `allowPlaintext` accepts payloads that are not encrypted, for a
+   * migration of history written before encryption only (it is logged). Throws
+   * `SubagentError('INVALID_CONFIG')` for no keys, an empty or duplicate id, a key that is not 32
+   * bytes, or a `currentKeyId` not among the keys.
    */
-  constructor(options: { keys: EncryptionKey[]; currentKeyId: string }) {
+  constructor(options: { keys: EncryptionKey[]; currentKeyId: string; allowPlaintext?: boolean }) {
     const keys = new Map<string, Buffer>();
     for (const { id, key } of options.keys ?? []) {
       if (typeof id !== 'string' || id.length === 0) {
@@ -76,6 +79,12 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     this.keys = keys;
     this.currentKeyId = options.currentKeyId;
     this.currentKey = current;
+    this.allowPlaintext = options.allowPlaintext ?? false;
+    if (this.allowPlaintext) {
+      console.warn(
+        'payload codec: payloads that are not encrypted are accepted (a migration setting); turn it off once no such history is retained',
+      );
+    }
   }
 
   /** Resolves with one encrypted payload per input payload, in order, under the current key. */
@@ -84,11 +93,11 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   }
 
   /**
-   * Resolves with the decrypted payloads, in order; payloads whose encoding is not
-   * `binary/encrypted` pass through unchanged (history written before encryption was enabled).
-   * Rejects with `SubagentError('INVALID_CONFIG')` when a payload names a key id this codec does
-   * not hold, and with an `Error` when a payload is malformed or fails authentication (tampered
-   * with, or relabelled to another key).
+   * Resolves with the decrypted payloads, in order. Rejects with `PAYLOAD_NOT_ENCRYPTED` for a
+   * payload that is not encrypted (one injected by whoever can write to the server, or history
+   * from before encryption: `allowPlaintext` lets those through), `INVALID_CONFIG` when a payload
+   * names a key id this codec does not hold, and with an `Error` when a payload is malformed or
+   * fails authentication (tampered with, or relabelled to another key).
    */
   async decode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((payload) => this.decrypt(payload));
@@ -110,7 +119,15 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   }
 
   private decrypt(payload: Payload): Payload {
-    if (fromUtf8(payload.metadata?.[METADATA_ENCODING]) !== ENCRYPTED_ENCODING) return payload;
+    const encoding = fromUtf8(payload.metadata?.[METADATA_ENCODING]);
+    if (encoding !== ENCRYPTED_ENCODING) {
+      if (this.allowPlaintext) return payload;
+      throw new SubagentError(
+        `refused a payload that is not encrypted (encoding "${encoding ?? 'none'}") where encryption is on; ` +
+          'SUBAGENT_ENCRYPTION_ALLOW_PLAINTEXT=true accepts them while history from before encryption is migrated',
+        'PAYLOAD_NOT_ENCRYPTED',
+      );
+    }
     const keyId = fromUtf8(payload.metadata?.[METADATA_KEY_ID]);
     if (keyId === undefined) throw new Error(`an encrypted payload carries no "${METADATA_KEY_ID}" metadata`);
     const key = this.keys.get(keyId);
@@ -152,8 +169,9 @@ export class AesGcmPayloadCodec implements PayloadCodec {
  * The codec the environment configures. Reads `SUBAGENT_ENCRYPTION_KEYS`
  * (`"id1:base64key,id2:base64key"`, each key 32 bytes after base64 decoding; ids of letters,
  * digits, `.`, `_`, `-`, at most 64 characters) and `SUBAGENT_ENCRYPTION_KEY_ID` (the key that
- * encrypts; default: the last key listed). Returns undefined when `SUBAGENT_ENCRYPTION_KEYS` is
- * unset or empty. Throws `SubagentError('INVALID_CONFIG')` for a malformed entry, a key that is
+ * encrypts; default: the last key listed), and `SUBAGENT_ENCRYPTION_ALLOW_PLAINTEXT=true` (accept
+ * payloads that are not encrypted, for a migration only). Returns undefined when
+ * `SUBAGENT_ENCRYPTION_KEYS` is unset or empty. Throws `SubagentError('INVALID_CONFIG')` for a malformed entry, a key that is
  * not 32 bytes, a duplicate id, or a current id that is not among the keys; messages name entries
  * by position or id and never contain key material.
  */
@@ -197,7 +215,8 @@ export function codecFromEnv(env: NodeJS.ProcessEnv = process.env): AesGcmPayloa
       'INVALID_CONFIG',
     );
   }
-  return new AesGcmPayloadCodec({ keys, currentKeyId });
+  const allowPlaintext = env.SUBAGENT_ENCRYPTION_ALLOW_PLAINTEXT?.trim() === 'true';
+  return new AesGcmPayloadCodec({ keys, currentKeyId, allowPlaintext });
 }
 
 /**

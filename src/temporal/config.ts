@@ -7,6 +7,7 @@ import type { DataConverter } from '@temporalio/common';
 import { loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig';
 import { SubagentError } from '../seam/errors';
 import { codecFromEnv } from './codec';
+import { ENCRYPTED_FAILURE_CONVERTER_PATH } from './failure-converter';
 import { DEFAULT_OFFLOAD_BYTES, FilePayloadStore, type SubagentPayloadStore, payloadStorage } from './payload-store';
 import { PostgresPayloadStore } from './postgres-payload-store';
 
@@ -84,7 +85,8 @@ export function dataConverterFromEnv(
   const store = payloadStoreFromEnv(env, defaultPayloadDir);
   if (!codec && !store) return undefined;
   return {
-    ...(codec ? { payloadCodecs: [codec] } : {}),
+    // Failure messages and stack traces are payloads too once encryption is on.
+    ...(codec ? { payloadCodecs: [codec], failureConverterPath: ENCRYPTED_FAILURE_CONVERTER_PATH } : {}),
     ...(store ? { externalStorage: payloadStorage(store, { thresholdBytes: offloadThresholdFromEnv(env) }) } : {}),
   };
 }

@@ -47,7 +47,9 @@ export async function settledOutcome(
   if (event.eventType !== EventType.EVENT_TYPE_MARKER_RECORDED || marker?.markerName !== LOCAL_ACTIVITY_MARKER) {
     return undefined;
   }
-  const data = (await decodePayload(converter, marker.details?.data?.payloads)) as
+  // Core writes the marker's own data as it is: no codec has been near it.
+  const [about] = marker.details?.data?.payloads ?? [];
+  const data = (about ? converter.payloadConverter.fromPayload(about) : undefined) as
     { activity_type?: string } | undefined;
   if (data?.activity_type !== SETTLED_ACTIVITY) return undefined;
   return (await decodePayload(converter, marker.details?.result?.payloads)) as SegmentOutcome;

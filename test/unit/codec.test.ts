@@ -88,10 +88,17 @@ describe('AesGcmPayloadCodec', () => {
     expect((await sameBytes.decode([encoded!])).map(fromPayload)).toEqual([{ v: 1 }]);
   });
 
-  it('passes payloads that are not binary/encrypted through decode unchanged', async () => {
+  it('refuses payloads that are not binary/encrypted with PAYLOAD_NOT_ENCRYPTED (a downgrade)', async () => {
+    for (const payload of [toPayload({ injected: 'in clear' }), {}]) {
+      await expect(codecA().decode([payload])).rejects.toMatchObject({ code: 'PAYLOAD_NOT_ENCRYPTED' });
+    }
+  });
+
+  it('passes them through unchanged only with allowPlaintext, the migration setting', async () => {
     const plain = toPayload({ written: 'before encryption was enabled' });
     const empty: Payload = {};
-    const decoded = await codecA().decode([plain, empty]);
+    const migrating = new AesGcmPayloadCodec({ keys: [keyA], currentKeyId: 'key-a', allowPlaintext: true });
+    const decoded = await migrating.decode([plain, empty]);
     expect(decoded[0]).toBe(plain);
     expect(decoded[1]).toBe(empty);
     expect(fromPayload(decoded[0]!)).toEqual({ written: 'before encryption was enabled' });
