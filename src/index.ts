@@ -26,7 +26,17 @@ export {
   subagentToolWording,
 } from './client/subagent-tool';
 export { runOpenAIToolCall, toAiSdkTool, toOpenAITool } from './client/tool-adapters';
-export { type AuditRecord, type AuditVerdict, auditDrafts, exportAudit, verifyAudit } from './audit';
+export {
+  type AuditRecord,
+  type AuditSigner,
+  type AuditVerdict,
+  auditDrafts,
+  auditSignerFromEnv,
+  ed25519AuditSigner,
+  exportAudit,
+  generateAuditKeyPair,
+  verifyAudit,
+} from './audit';
 export { assertSupportedOutputSchema, snapshotOutputSchema, validateStructuredValue } from './structured/schema';
 export { AesGcmPayloadCodec, type EncryptionKey, codecFromEnv, generateEncryptionKey } from './temporal/codec';
 export { ENCRYPTED_FAILURE_CONVERTER_PATH } from './temporal/failure-converter';

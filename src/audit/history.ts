@@ -14,19 +14,19 @@ import type { SegmentResultReply, SubagentRunInput } from '../../workflows/defin
 import { SubagentError } from '../seam/errors';
 import type { SubagentPermissionDecision } from '../seam/result';
 import { closedOutcome, decodePayload, decodePayloads, settledOutcome } from '../temporal/run-history';
-import { type AuditDraft, type AuditRecord, sealAudit } from './chain';
+import { type AuditDraft, type AuditRecord, type AuditSigner, sealAudit } from './chain';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 const { EventType } = temporal.api.enums.v1;
 
 /**
- * The run's records in history order, header first. Rejects with `UNKNOWN_RUN` for an id with
- * no workflow. Payloads are decoded with the client's data converter (its codec decrypts them).
+ * The run's records in history order, header first, signed by `signer` if given. Rejects with
+ * `UNKNOWN_RUN` for an id with no workflow. Payloads are decoded with the client's data converter (its codec decrypts them).
  */
-export async function exportAudit(client: Client, runId: string): Promise<AuditRecord[]> {
+export async function exportAudit(client: Client, runId: string, signer?: AuditSigner): Promise<AuditRecord[]> {
   const drafts: AuditDraft[] = [];
   for await (const draft of auditDrafts(client, runId, false)) drafts.push(draft);
-  return sealAudit(runId, drafts);
+  return sealAudit(runId, drafts, signer);
 }
 
 /**

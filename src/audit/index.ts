@@ -1,3 +1,15 @@
 // A run's audit trail: exported from its history as hash-chained records, and verified.
-export { type AuditDraft, type AuditRecord, type AuditVerdict, sealAudit, verifyAudit } from './chain';
+export {
+  type AuditDraft,
+  type AuditRecord,
+  type AuditSignature,
+  type AuditSigner,
+  type AuditVerdict,
+  type VerifyAuditOptions,
+  auditSignerFromEnv,
+  ed25519AuditSigner,
+  generateAuditKeyPair,
+  sealAudit,
+  verifyAudit,
+} from './chain';
 export { auditDrafts, exportAudit } from './history';

@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { SubagentError } from '../seam/errors';
 import { ensureSearchAttributes } from '../temporal/search-attributes';
-import { auditExport, auditVerify } from './audit';
+import { auditExport, auditKeygen, auditVerify } from './audit';
 import { CliError, EXIT, Flags, need, out, withClient } from './common';
 import { cancel, list, logs, resume, send, show, start } from './runs';
 
@@ -23,12 +23,17 @@ const USAGE = `usage: subagents <command> [options]
   cancel <id>
   resume <id> <message> [--wait]
   logs <id> [--no-follow]                 the run's records as they happen
-  audit export <id> [--out FILE]          the run's whole history as hash-chained JSONL
-  audit verify <file>                     checks a chain; exits 5 if a record was changed
+  audit export <id> [--out FILE]          the run's whole history as hash-chained JSONL, signed with
+                                          SUBAGENT_AUDIT_SIGNING_KEY when it is set
+  audit verify <file> [--public-key FILE] [--against-server]
+                                          checks the chain, the signatures, and each record against the
+                                          server's history; exits 5 if anything differs
+  audit keygen --out PREFIX               a new Ed25519 signing key pair: PREFIX.key, PREFIX.pub
 
 options: --json (machine-readable output), --help
 environment: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS*, TEMPORAL_PROFILE and
-             TEMPORAL_CONFIG_FILE (as the Temporal CLI reads them), SUBAGENT_ENCRYPTION_KEYS
+             TEMPORAL_CONFIG_FILE (as the Temporal CLI reads them), SUBAGENT_ENCRYPTION_KEYS,
+             SUBAGENT_PAYLOAD_STORE, SUBAGENT_AUDIT_SIGNING_KEY
 exit codes: 0 done; 1 the run ended without completing; 2 usage error; 3 unknown run;
             4 Temporal server unreachable; 5 audit verification failed; 6 any other error`;
 
@@ -49,6 +54,8 @@ async function main(argv: string[]): Promise<number> {
       status: { type: 'string' },
       limit: { type: 'string' },
       out: { type: 'string' },
+      'public-key': { type: 'string' },
+      'against-server': { type: 'boolean', default: false },
       port: { type: 'string' },
       'ui-port': { type: 'string' },
     },
@@ -66,10 +73,14 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./server')).worker();
     case 'audit':
       if (rest[0] === 'verify') return auditVerify(flags, need(rest[1], 'audit verify <file>'));
+      if (rest[0] === 'keygen') return auditKeygen(flags);
       if (rest[0] === 'export') {
         return withClient(({ client }) => auditExport(flags, client, need(rest[1], 'audit export <id>')));
       }
-      throw new CliError('usage: subagents audit export <id> | audit verify <file>', EXIT.usage);
+      throw new CliError(
+        'usage: subagents audit export <id> | audit verify <file> | audit keygen --out PREFIX',
+        EXIT.usage,
+      );
     case 'setup':
       return withClient(async ({ connection, namespace }) => {
         const added = await ensureSearchAttributes(connection, namespace);

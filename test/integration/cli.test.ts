@@ -1,11 +1,13 @@
 // The `subagents` command against the real server, as a user runs it: a separate process per
 // invocation, human and --json output, exit codes, and the audit trail's tamper check.
 import { execFile, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
+import { canonicalJson } from '../../src';
 import { createScriptedProvider, freePort } from '../../src/testing';
 import { statusQuery } from '../../workflows/definitions';
 import { connectTestTemporal, eventually, startWorker, TestTemporal, turnGates, uniqueName } from '../helpers/temporal';
@@ -177,6 +179,54 @@ it('exports an audit trail that verifies, and detects an edited, a removed and a
     expect(outcome.code).toBe(5);
     expect(outcome.stdout).toMatch(/record \d+: /);
   }
+});
+
+it('signs an export with the key it is given; a forged, re-hashed file fails against the public key and the server', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'subagent-audit-signed-'));
+  const keys = join(dir, 'audit');
+  expect((await cli(['audit', 'keygen', '--out', keys])).code).toBe(0);
+  const started = json(await cli(['start', scripted.name, 'signed task', '--wait', '--json']));
+  const file = join(dir, 'signed.jsonl');
+  const signing = { SUBAGENT_AUDIT_SIGNING_KEY: `file:${keys}.key`, SUBAGENT_AUDIT_KEY_ID: 'ops-2026' };
+  expect((await cli(['audit', 'export', started.id, '--out', file], signing)).code).toBe(0);
+  const verified = await cli(['audit', 'verify', file, '--public-key', `${keys}.pub`, '--against-server']);
+  expect(verified).toMatchObject({
+    code: 0,
+    stdout: expect.stringContaining("every record as the server's history has it"),
+  });
+
+  // A forger without the key drops the start record and makes the chain whole again.
+  const records = readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line));
+  const kept = records.filter((record) => record.type !== 'start');
+  const forged: Record<string, unknown>[] = [];
+  for (const [seq, { hash: _, prev: __, seq: ___, ...rest }] of kept.entries()) {
+    const data = seq === 0 ? { ...rest.data, records: kept.length } : rest.data;
+    const unsealed = {
+      seq,
+      type: rest.type,
+      time: rest.time,
+      data,
+      prev: (forged.at(-1)?.hash as string) ?? '0'.repeat(64),
+    };
+    forged.push({ ...unsealed, hash: createHash('sha256').update(canonicalJson(unsealed)).digest('hex') });
+  }
+  const forgedFile = join(dir, 'forged.jsonl');
+  writeFileSync(forgedFile, forged.map((record) => JSON.stringify(record)).join('\n') + '\n');
+  expect(await cli(['audit', 'verify', forgedFile])).toMatchObject({
+    code: 0,
+    stdout: expect.stringContaining('not checked'),
+  });
+  const withKey = await cli(['audit', 'verify', forgedFile, '--public-key', `${keys}.pub`]);
+  expect(withKey.code).toBe(5);
+  expect(withKey.stdout).toContain('signature');
+  // The server's history says what was dropped, whatever the file's signatures.
+  const againstServer = await cli(['audit', 'verify', forgedFile, '--against-server']);
+  expect(againstServer.code).toBe(5);
+  expect(againstServer.stdout).toContain("differs from the server's history");
+  expect(againstServer.stdout).toContain('start');
 });
 
 it('says so with documented exit codes for an unknown run, an unreachable server and a usage error', async () => {
