@@ -231,18 +231,7 @@ function verifySignatures(
     if (signature.final !== (record === last)) {
       return { ok: false, seq: record.seq, reason: 'a final signature that is not the last record' };
     }
-    let valid = false;
-    try {
-      valid = verify(
-        null,
-        signedMessage(runId, signature.covers, signature.final),
-        key,
-        Buffer.from(signature.signature, 'base64'),
-      );
-    } catch {
-      valid = false;
-    }
-    if (!valid) {
+    if (!signatureHolds(key, signedMessage(runId, signature.covers, signature.final), signature.signature)) {
       return {
         ok: false,
         seq: record.seq,
@@ -251,6 +240,15 @@ function verifySignatures(
     }
   }
   return undefined;
+}
+
+/** Whether `signature` (base64) is `key`'s over `message`; a malformed one is simply not. */
+function signatureHolds(key: KeyObject, message: Buffer, signature: unknown): boolean {
+  try {
+    return verify(null, message, key, Buffer.from(String(signature), 'base64'));
+  } catch {
+    return false;
+  }
 }
 
 /** The bytes a signature covers: the run, the record signed and its hash, and whether it is the last. */
