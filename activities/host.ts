@@ -4,6 +4,7 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { payloadLimitViolation } from '../src/seam/constants';
 import type { ContentBlock } from '../src/seam/content';
+import type { SubagentPermissionDecision } from '../src/seam/result';
 import type { SubagentDelegate } from '../src/seam/delegation';
 import type { SubagentAgentProvider, SubagentHostedProvider, SubagentTurnProvider } from '../src/seam/provider';
 import { CachedRunContext, RunContextCache } from './run-context-cache';
@@ -16,6 +17,8 @@ export interface ActivityDependencies {
   fetchRunContext(runId: string): Promise<RunContextSnapshot>;
   /** Reads the messages waiting for the run's next turn from its workflow (a query). */
   fetchPendingMessages(runId: string): Promise<ContentBlock[][]>;
+  /** Records a permission decision in the run's history (a signal to its workflow). */
+  recordPermission?(runId: string, decision: SubagentPermissionDecision): Promise<void>;
   cache?: RunContextCache;
   /** How often the host heartbeats while an activity runs; cancellation arrives with heartbeats. */
   heartbeatIntervalMs?: number;

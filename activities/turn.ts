@@ -57,6 +57,9 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
           return fresh;
         },
         heartbeat: setDetails,
+        ...(deps.recordPermission
+          ? { recordPermission: (decision) => deps.recordPermission!(input.runId, decision) }
+          : {}),
         lastHeartbeat: activity.info.heartbeatDetails,
         ...(structuredOutput ? { structuredOutput } : {}),
         ...(deps.delegate

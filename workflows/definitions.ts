@@ -5,7 +5,7 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { RunContextSnapshot } from '../activities/types';
 import type { ContentBlock, JsonValue } from '../src/seam/content';
 import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
-import type { SubagentResult, SubagentUsage } from '../src/seam/result';
+import type { SubagentPermissionDecision, SubagentResult, SubagentUsage } from '../src/seam/result';
 
 /** The workflow type name, as clients start it without loading the workflow's code. */
 export const SUBAGENT_RUN_WORKFLOW = 'subagentRunWorkflow';
@@ -150,6 +150,11 @@ export const STRUCTURED_OUTPUT_NUDGE =
   'You finished without calling `structured_output`. Call `structured_output` now with your final result matching its parameter schema.';
 
 export const sendMessageSignal = defineSignal<[SendMessageArgs]>('sendMessage');
+/**
+ * Sent by a turn's activity to its own run for each permission decision, as it is made: the
+ * decision is in history (and the audit) on every path the turn may take afterwards.
+ */
+export const permissionDecidedSignal = defineSignal<[SubagentPermissionDecision]>('permissionDecided');
 /** Sent by a nested run to its parent run when it starts, so the parent can cancel it. */
 export const childStartedSignal = defineSignal<[{ runId: string }]>('childStarted');
 /**

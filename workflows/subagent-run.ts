@@ -37,6 +37,7 @@ import {
   childStartedSignal,
   disposeUpdate,
   pendingMessagesQuery,
+  permissionDecidedSignal,
   resumeUpdate,
   runContextQuery,
   segmentOutcomeQuery,
@@ -126,6 +127,9 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   setHandler(childStartedSignal, ({ runId }) => {
     children.add(runId);
   });
+
+  // Recorded in history by arriving; nothing to do with it here.
+  setHandler(permissionDecidedSignal, () => undefined);
 
   setHandler(
     segmentResultUpdate,

@@ -83,6 +83,7 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
             if (id !== undefined) messageIds.add(id);
             yield draft('message', { content });
           } else if (attributes.signalName === 'childStarted') yield draft('child.start', args);
+          else if (attributes.signalName === 'permissionDecided') yield draft('permission', args);
           break;
         }
         case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED: {
@@ -203,7 +204,8 @@ function activityRecords(type: string, input: unknown, result: unknown): { type:
   const permissions = (decisions: SubagentPermissionDecision[] | undefined) =>
     (decisions ?? []).map((decision) => ({ type: 'permission', data: decision }));
   if (type === TURN_ACTIVITY) {
-    const turnInput = input as { turn: number; input: unknown };
+    // Since store-once a turn counts its messages, each recorded where it entered (a message, the start, a resume).
+    const turnInput = input as { turn: number; input?: unknown; inputLength?: number };
     const turn = result as TurnActivityResult;
     return [
       ...permissions(turn.permissions),
@@ -211,7 +213,7 @@ function activityRecords(type: string, input: unknown, result: unknown): { type:
         type: 'turn',
         data: {
           turn: turnInput.turn,
-          input: turnInput.input,
+          ...(turnInput.input === undefined ? { inputMessages: turnInput.inputLength } : { input: turnInput.input }),
           output: turn.output,
           stopReason: turn.stopReason,
           ...(turn.structured === undefined ? {} : { structured: turn.structured }),
@@ -221,14 +223,15 @@ function activityRecords(type: string, input: unknown, result: unknown): { type:
     ];
   }
   if (type === MODEL_CALL_ACTIVITY) {
-    const call = input as { turn: number; delta: unknown };
+    // Since store-once a call counts what came after the last answer (tool results and messages, each recorded already).
+    const call = input as { turn: number; delta?: unknown; deltaLength?: number };
     const response = result as ModelCallResult;
     return [
       {
         type: 'model.call',
         data: {
           turn: call.turn,
-          input: call.delta,
+          ...(call.delta === undefined ? { inputEntries: call.deltaLength } : { input: call.delta }),
           output: response.content,
           stopReason: response.stopReason,
           ...(response.usage ? { usage: response.usage } : {}),

@@ -17,6 +17,7 @@ const USAGE = `usage: subagents <command> [options]
   worker                                  a worker for SUBAGENT_PROVIDERS against TEMPORAL_ADDRESS
   setup                                   register the runs' search attributes on the namespace
   start <provider> <prompt> [--schema FILE] [--cwd DIR] [--max-depth N] [--agent-options JSON] [--wait]
+                                          (--cwd: the child's working directory; without it, no file tools)
   list [--provider P] [--status running|parked|closed] [--limit N]
   show <id>
   send <id> <message>

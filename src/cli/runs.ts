@@ -17,7 +17,9 @@ export async function start(flags: Flags, client: Client, provider: string, prom
     ? (JSON.parse(readFileSync(String(flags.values.schema), 'utf8')) as Record<string, unknown>)
     : undefined;
   const maxDepth = flags.values['max-depth'] === undefined ? undefined : Number(flags.values['max-depth']);
-  const cwd = resolve(String(flags.values.cwd ?? process.cwd()));
+  // No working directory unless one is given: a child's file tools reach only what it was handed,
+  // never wherever the command happened to be typed.
+  const cwd = flags.values.cwd === undefined ? undefined : resolve(String(flags.values.cwd));
   const agentOptions =
     flags.values['agent-options'] === undefined
       ? undefined
@@ -25,7 +27,10 @@ export async function start(flags: Flags, client: Client, provider: string, prom
   const run = service.start(provider, {
     prompt: textContent(prompt),
     ...(agentOptions ? { agentOptions } : {}),
-    parent: { id: 'subagents-cli', session: { header: { id: 'subagents-cli', cwd } } },
+    parent: {
+      id: 'subagents-cli',
+      session: { header: { id: 'subagents-cli', ...(cwd === undefined ? {} : { cwd }) } },
+    },
     ...(schema ? { outputSchema: schema } : {}),
     ...(maxDepth === undefined ? {} : { maxDepth }),
   });

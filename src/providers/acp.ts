@@ -26,9 +26,14 @@ export interface AcpProviderOptions {
   resumable?: boolean;
   /**
    * Answers to the agent's permission requests: tool kinds (`read`, `edit`, `delete`, `move`,
-   * `search`, `execute`, `think`, `fetch`, `other`) to allow; everything else is rejected.
+   * `search`, `execute`, `think`, `fetch`, `other`) that may be allowed; everything else is
+   * rejected. The kind is the agent's own label, so it is not enough: a request that names any
+   * path outside the run's working directory is rejected whatever its kind, and a file kind
+   * (`read`, `edit`, `delete`, `move`, `search`) that names no path is rejected too.
    */
   allowToolKinds?: string[];
+  /** Let an allowed request be remembered by the agent (`allow_always`). Default false: each is asked. */
+  allowAlways?: boolean;
   /** Offer the agent file reading and writing, confined to the run's cwd. Default off. */
   fileSystem?: { read?: boolean; write?: boolean };
   /** How long the agent may take to answer `initialize`. Default 30 s. */
@@ -37,6 +42,22 @@ export interface AcpProviderOptions {
   killGraceMs?: number;
   taskQueue?: string;
   runSettings?: SubagentRunSettings;
+}
+
+/** Kinds that act on files: a request of one must name the paths it touches. */
+const PATH_KINDS = new Set(['read', 'edit', 'delete', 'move', 'search']);
+
+/** The paths a permission request names: its locations, and path-like fields of its raw input. */
+function requestedPaths(toolCall: Acp.RequestPermissionRequest['toolCall']): string[] {
+  const paths = new Set((toolCall.locations ?? []).map((location) => location.path));
+  const visit = (value: unknown, key: string, depth: number) => {
+    if (typeof value === 'string' && /path|file|dir|cwd/i.test(key)) paths.add(value);
+    else if (value && typeof value === 'object' && depth < 3) {
+      for (const [name, inner] of Object.entries(value)) visit(inner, Array.isArray(value) ? key : name, depth + 1);
+    }
+  };
+  visit(toolCall.rawInput, '', 0);
+  return [...paths];
 }
 
 /** The largest file the agent may read or write through the client's file system. */
@@ -82,7 +103,7 @@ async function acpTurn(
   }
   // A retried turn (its worker died) and a resumed segment continue the session they had.
   const previous = ((ctx.lastHeartbeat ?? ctx.providerState) as AcpSessionState | undefined)?.sessionId;
-  const agent = await AgentProcess.start(options, cwd);
+  const agent = await AgentProcess.start(options, cwd, ctx.recordPermission?.bind(ctx));
   const onAbort = () => agent.cancel();
   ctx.signal.addEventListener('abort', onAbort, { once: true });
   try {
@@ -129,7 +150,7 @@ async function acpTurn(
       output: output ? [{ type: 'text', text: output }] : [],
       stopReason,
       providerState: { sessionId },
-      ...(agent.permissions.length > 0 ? { permissions: agent.permissions } : {}),
+      ...unrecorded(agent, ctx),
       ...withDiagnostic(unknownStop, agent.malformedOutput()),
     };
   } catch (err) {
@@ -137,7 +158,7 @@ async function acpTurn(
     const ended = await agent.exited(500);
     return {
       ...failed(`${(err as Error).message}${ended}${agent.stderrTail()}`),
-      ...(agent.permissions.length > 0 ? { permissions: agent.permissions } : {}),
+      ...unrecorded(agent, ctx),
     };
   } finally {
     ctx.signal.removeEventListener('abort', onAbort);
@@ -163,13 +184,19 @@ class AgentProcess {
     private readonly child: ChildProcessWithoutNullStreams,
     private readonly options: AcpProviderOptions,
     private readonly cwd: string,
+    /** Records a permission decision in the run's history before the agent hears it. */
+    private readonly record: SubagentTurnContext['recordPermission'],
   ) {
     this.exit = new Promise((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (this.stderr = (this.stderr + chunk).slice(-2000)));
   }
 
   /** Spawns the agent and connects to it; a command that cannot run fails the first request. */
-  static async start(options: AcpProviderOptions, cwd: string): Promise<AgentProcess> {
+  static async start(
+    options: AcpProviderOptions,
+    cwd: string,
+    record: SubagentTurnContext['recordPermission'],
+  ): Promise<AgentProcess> {
     // The SDK is ESM-only; loaded on first use, so processes that never run an ACP turn never load it.
     const acp = await import('@agentclientprotocol/sdk');
     const child = spawn(options.command, options.args ?? [], {
@@ -177,7 +204,7 @@ class AgentProcess {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
-    const agent = new AgentProcess(acp, child, options, cwd);
+    const agent = new AgentProcess(acp, child, options, cwd, record);
     agent.connect();
     return agent;
   }
@@ -339,22 +366,58 @@ class AgentProcess {
     }
   }
 
-  /** The configured policy's answer to a permission request, recorded for audit. */
-  private decide(params: Acp.RequestPermissionRequest): Acp.RequestPermissionResponse {
-    const kind = params.toolCall.kind ?? undefined;
-    const allowed = kind !== undefined && (this.options.allowToolKinds ?? []).includes(kind);
-    const wanted = allowed ? ['allow_once', 'allow_always'] : ['reject_once', 'reject_always'];
-    const option = wanted.map((k) => params.options.find((candidate) => candidate.kind === k)).find(Boolean);
-    this.permissions.push({
-      toolCall: params.toolCall.title ?? params.toolCall.toolCallId,
+  /**
+   * The policy's answer to a permission request (see `allowToolKinds`), recorded in the run's
+   * history before the agent hears it; a decision that cannot be recorded is a rejection.
+   */
+  private async decide(params: Acp.RequestPermissionRequest): Promise<Acp.RequestPermissionResponse> {
+    const { toolCall } = params;
+    const kind = toolCall.kind ?? undefined;
+    const paths = requestedPaths(toolCall);
+    const root = await ConfinedRoot.open(this.cwd).catch(() => undefined);
+    const outside: string[] = [];
+    for (const path of paths) if (!root || !(await root.contains(path))) outside.push(path);
+    let reason: string;
+    let allowed = false;
+    if (outside.length > 0) reason = `it names a path outside the working directory: ${outside[0]}`;
+    else if (kind === undefined) reason = 'it gives no kind';
+    else if (!(this.options.allowToolKinds ?? []).includes(kind)) reason = `kind "${kind}" is not allowed`;
+    else if (PATH_KINDS.has(kind) && paths.length === 0)
+      reason = `a ${kind} request that names no path cannot be checked`;
+    else {
+      allowed = true;
+      reason = paths.length > 0 ? `kind "${kind}", every path inside the working directory` : `kind "${kind}"`;
+    }
+    const pick = (kinds: string[]) =>
+      kinds.map((k) => params.options.find((candidate) => candidate.kind === k)).find(Boolean);
+    const allowOption = allowed
+      ? pick(this.options.allowAlways ? ['allow_always', 'allow_once'] : ['allow_once'])
+      : undefined;
+    const option = allowOption ?? pick(['reject_once', 'reject_always']);
+    const decision: SubagentPermissionDecision = {
+      toolCall: toolCall.title ?? toolCall.toolCallId,
       ...(kind === undefined ? {} : { kind }),
-      decision: allowed && option ? 'allowed' : 'rejected',
+      ...(paths.length > 0 ? { paths } : {}),
+      decision: allowOption ? 'allowed' : 'rejected',
+      reason: allowed && !allowOption ? `${reason}, but the agent offered no one-time allow` : reason,
       ...(option ? { optionId: option.optionId } : {}),
-    });
+    };
+    this.permissions.push(decision);
+    try {
+      await this.record?.(decision);
+    } catch {
+      // Unrecorded, it may not be allowed: the audit must hold every allowed request.
+      if (allowOption) return { outcome: { outcome: 'cancelled' } };
+    }
     return option
       ? { outcome: { outcome: 'selected', optionId: option.optionId } }
       : { outcome: { outcome: 'cancelled' } };
   }
+}
+
+/** The turn's permission decisions for its result, where no signal recorded them (a host without one). */
+function unrecorded(agent: AgentProcess, ctx: SubagentTurnContext): Pick<SubagentTurnResult, 'permissions'> {
+  return ctx.recordPermission || agent.permissions.length === 0 ? {} : { permissions: agent.permissions };
 }
 
 function failed(diagnostic: string): SubagentTurnResult {

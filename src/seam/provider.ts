@@ -8,7 +8,7 @@ import type {
   SubagentStartRequest,
   TranscriptEntry,
 } from './request';
-import type { SubagentTurnResult } from './result';
+import type { SubagentPermissionDecision, SubagentTurnResult } from './result';
 import type { SubagentRun } from './run';
 import type { StructuredOutputRuntime } from './structured';
 import type { SubagentTool } from './tool';
@@ -110,6 +110,11 @@ export interface SubagentTurnContext {
   takeMessages(): Promise<ContentBlock[][]>;
   /** Record progress; retries read it back as `lastHeartbeat`. The host heartbeats on its own too. */
   heartbeat(details?: unknown): void;
+  /**
+   * Records a permission decision in the run's history at once (a signal), before the provider
+   * answers the agent: it stays in the audit whatever becomes of the turn. Resolves once recorded.
+   */
+  recordPermission?(decision: SubagentPermissionDecision): Promise<void>;
   readonly lastHeartbeat: unknown;
   /**
    * Present when the run asked for structured output (and the provider declares the

@@ -42,7 +42,12 @@ export interface SubagentTurnResult {
 
 export interface SubagentPermissionDecision {
   toolCall: string;
+  /** The kind the agent gave its tool call: a label it chose, recorded, never trusted alone. */
   kind?: string;
+  /** Every path the request names (its locations, and path-like fields of its input). */
+  paths?: string[];
   decision: 'allowed' | 'rejected';
+  /** Why, in words. */
+  reason?: string;
   optionId?: string;
 }

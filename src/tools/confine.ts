@@ -101,6 +101,25 @@ export class ConfinedRoot {
     return lexical;
   }
 
+  /**
+   * Whether `target` (absolute, or relative to the working directory) lies inside it, by its
+   * spelling and then by the real path of its deepest part that exists: a symlink on the way that
+   * leads out counts as outside. For judging what an agent asks to do, not for opening files.
+   */
+  async contains(target: string): Promise<boolean> {
+    if (target.includes('\0')) return false;
+    const absolute = path.resolve(this.cwd, target);
+    if (!isInside(this.cwd, absolute)) return false;
+    for (let existing = absolute; ; existing = path.dirname(existing)) {
+      try {
+        return isInside(this.real, await fs.realpath(existing));
+      } catch (error) {
+        if (errorCode(error) !== 'ENOENT' && errorCode(error) !== 'ENOTDIR') return false;
+        if (path.dirname(existing) === existing) return false;
+      }
+    }
+  }
+
   /** `requested` as the model sees it, relative to the working directory. */
   display(requested: string): string {
     const relative = path.relative(this.cwd, path.resolve(this.cwd, requested));

@@ -7,7 +7,7 @@ import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, Worker, WorkerOptions, bundleWorkflowCode } from '@temporalio/worker';
 import { RESERVED_ACTIVITY_NAMES, RunContextCache, createActivities } from '../../activities';
-import { pendingMessagesQuery, runContextQuery } from '../../workflows/definitions';
+import { pendingMessagesQuery, permissionDecidedSignal, runContextQuery } from '../../workflows/definitions';
 import { TemporalSubagentService } from '../client/service';
 import { defaultTaskQueue } from '../seam/constants';
 import { defaultPayloadLimit, payloadStoreOf, sweepPayloads } from '../temporal/payload-store';
@@ -125,6 +125,7 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
     delegate: delegateThrough(subagents),
     fetchRunContext: (runId) => client.workflow.getHandle(runId).query(runContextQuery),
     fetchPendingMessages: (runId) => client.workflow.getHandle(runId).query(pendingMessagesQuery),
+    recordPermission: (runId, decision) => client.workflow.getHandle(runId).signal(permissionDecidedSignal, decision),
     cache: new RunContextCache(options.contextCacheSize),
     heartbeatIntervalMs: options.heartbeatIntervalMs,
     cancelGraceMs: options.cancelGraceMs,

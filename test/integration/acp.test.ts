@@ -2,11 +2,17 @@
 // agent of src/testing/acp-test-agent.ts, built with the official SDK): completion, chunks, every
 // stop-reason mapping, cancel, permissions both ways, steering, resume through session/load,
 // crashes, timeouts, malformed output, file access, and no orphan process on any path.
-import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { SubagentRun } from '../../src';
-import { type AcpAgentScript, acpTestAgentCommand, ReadyProcess, spawnWorkerProcess } from '../../src/testing';
+import { type SubagentRun, auditDrafts } from '../../src';
+import {
+  type AcpAgentScript,
+  type AcpScriptedTurn,
+  acpTestAgentCommand,
+  ReadyProcess,
+  spawnWorkerProcess,
+} from '../../src/testing';
 import { AcpProviderOptions, createAcpProvider } from '../../src/worker';
 import { statusQuery } from '../../workflows/definitions';
 import {
@@ -146,29 +152,74 @@ it('kills an agent that ignores cancel, SIGTERM and EOF, so dispose returns with
   await noOrphans(agent.events);
 });
 
-it.each([
-  ['rejects by default', {}, 'permission: reject_once', 'rejected'],
-  ['allows the configured tool kinds', { allowToolKinds: ['edit'] }, 'permission: allow_once', 'allowed'],
+/** The permission decisions the run's history holds, as the audit reads them (signals, recorded as made). */
+async function decisions(runId: string): Promise<unknown[]> {
+  const records: { type: string; data: unknown }[] = [];
+  for await (const record of auditDrafts(temporal.client, runId, false)) records.push(record);
+  return records.filter((record) => record.type === 'permission').map((record) => record.data);
+}
+
+const inside = () => join(cwd, 'notes.txt');
+it.each<[string, AcpScriptedTurn['askPermission'], Partial<AcpProviderOptions>, string, object]>([
+  ['rejects by default', { title: 'edit notes', kind: 'edit', locations: [inside()] }, {}, 'reject_once', {}],
+  [
+    'allows a configured kind once, when every path it names is inside the working directory',
+    { title: 'edit notes', kind: 'edit', locations: [inside()] },
+    { allowToolKinds: ['edit'] },
+    'allow_once',
+    { decision: 'allowed', reason: 'kind "edit", every path inside the working directory' },
+  ],
+  [
+    'allows always only when configured to',
+    { title: 'edit notes', kind: 'edit', locations: [inside()] },
+    { allowToolKinds: ['edit'], allowAlways: true },
+    'allow_always',
+    { decision: 'allowed' },
+  ],
+  [
+    'rejects a path outside the working directory whatever the kind says',
+    { title: 'just reading', kind: 'read', locations: ['/etc/passwd'] },
+    { allowToolKinds: ['read'] },
+    'reject_once',
+    { decision: 'rejected', reason: 'it names a path outside the working directory: /etc/passwd' },
+  ],
+  [
+    'rejects a path outside named in the tool input, not in its locations',
+    { title: 'run a command', kind: 'execute', rawInput: { command: 'ls', cwd: '/' } },
+    { allowToolKinds: ['execute'] },
+    'reject_once',
+    { decision: 'rejected', reason: 'it names a path outside the working directory: /' },
+  ],
+  [
+    'rejects a file kind that names no path',
+    { title: 'edit something', kind: 'edit' },
+    { allowToolKinds: ['edit'] },
+    'reject_once',
+    { decision: 'rejected', reason: 'a edit request that names no path cannot be checked' },
+  ],
 ])(
-  'answers permission requests by policy: %s, and records the decision in history',
-  async (_case, options, chunk, decision) => {
-    const agent = await acpProvider(
-      { turns: [{ askPermission: { title: 'edit notes.txt', kind: 'edit' }, chunks: [' then done'] }] },
-      options,
-    );
+  'answers permission requests by policy: %s, and records each in history',
+  async (_case, ask, options, chosen, recorded) => {
+    const agent = await acpProvider({ turns: [{ askPermission: ask!, chunks: [' then done'] }] }, options);
     const run = agent.start();
-    expect(await run.result).toEqual({ output: text(`${chunk} then done`), stopReason: 'completed' });
-    const history = await temporal.client.workflow.getHandle(run.id).fetchHistory();
-    const completed = history.events!.find(
-      (e) => e.activityTaskCompletedEventAttributes,
-    )!.activityTaskCompletedEventAttributes!;
-    const payload = JSON.parse(Buffer.from(completed.result!.payloads![0]!.data!).toString('utf8'));
-    expect(payload.permissions).toEqual([
-      { toolCall: 'edit notes.txt', kind: 'edit', decision, optionId: chunk.split(': ')[1] },
+    expect(await run.result).toEqual({ output: text(`permission: ${chosen} then done`), stopReason: 'completed' });
+    expect(await decisions(run.id)).toEqual([
+      expect.objectContaining({ toolCall: ask!.title, kind: ask!.kind, optionId: chosen, ...recorded }),
     ]);
     await run.dispose();
   },
 );
+
+it('keeps a permission decision in history when the turn then fails', async () => {
+  const agent = await acpProvider(
+    { turns: [{ askPermission: { title: 'edit notes', kind: 'edit', locations: [inside()] }, exitCode: 3 }] },
+    { allowToolKinds: ['edit'], runSettings: { retry: { maximumAttempts: 1 } } },
+  );
+  const run = agent.start();
+  expect((await run.result).stopReason).toBe('error');
+  expect(await decisions(run.id)).toEqual([expect.objectContaining({ decision: 'allowed', optionId: 'allow_once' })]);
+  await run.dispose();
+});
 
 it('delivers a steering message as the next prompt turn, to the same agent process', async () => {
   const agent = await acpProvider({
@@ -284,6 +335,25 @@ it('gives no file access unless configured, and confines it to the run cwd when 
   expect(refusal).toContain('read refused');
   expect(refusal).not.toContain('outside\n');
   await refused.dispose();
+});
+
+it('writes through the client file system inside the working directory only: new directories, no symlink out', async () => {
+  symlinkSync(outside, join(cwd, 'to-outside'));
+  const written = async (path: string) => {
+    const agent = await acpProvider(
+      { turns: [{ writeFile: { path, content: 'planted\n' } }] },
+      { fileSystem: { write: true } },
+    );
+    const run = agent.start();
+    const said = ((await run.result).output[0] as { text: string }).text;
+    await run.dispose();
+    return said;
+  };
+  expect(await written(join(cwd, 'new', 'dir', 'made.txt'))).toBe(`wrote ${join(cwd, 'new', 'dir', 'made.txt')}`);
+  expect(readFileSync(join(cwd, 'new', 'dir', 'made.txt'), 'utf8')).toBe('planted\n');
+  expect(await written(join(cwd, 'to-outside'))).toContain('write refused');
+  expect(await written(join(cwd, '..', 'escaped.txt'))).toContain('write refused');
+  expect(readFileSync(outside, 'utf8')).toBe('outside\n');
 });
 
 describe('a worker crash mid-prompt', () => {
