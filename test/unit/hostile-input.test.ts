@@ -1,6 +1,6 @@
 // Hostile input, a row per attack: what a model (or a prompt injection) or an ACP agent sends to
 // get out of its working directory, freeze its worker or confuse its tools, and what it gets.
-// docs/hostile-inputs.md lists every row by its test name (kept true by test/unit/hostile-table.test.ts).
+// docs/hostile-inputs.md lists every row by its test name (kept true by test/unit/conformance-table.test.ts).
 // Property-based tests (fast-check) then throw random paths at the confinement and random values
 // at the schema validator.
 import { execFileSync } from 'node:child_process';
