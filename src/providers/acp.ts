@@ -382,9 +382,9 @@ class AgentProcess {
     if (outside.length > 0) reason = `it names a path outside the working directory: ${outside[0]}`;
     else if (kind === undefined) reason = 'it gives no kind';
     else if (!(this.options.allowToolKinds ?? []).includes(kind)) reason = `kind "${kind}" is not allowed`;
-    else if (PATH_KINDS.has(kind) && paths.length === 0)
+    else if (PATH_KINDS.has(kind) && paths.length === 0) {
       reason = `a ${kind} request that names no path cannot be checked`;
-    else {
+    } else {
       allowed = true;
       reason = paths.length > 0 ? `kind "${kind}", every path inside the working directory` : `kind "${kind}"`;
     }
