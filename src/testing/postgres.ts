@@ -1,23 +1,32 @@
-// A real PostgreSQL server for tests: the machine's binaries (Debian's `postgresql` package, or
-// PG_BIN), a fresh cluster in a temporary directory, listening on a free loopback port. As root it
-// runs as the `postgres` user, since PostgreSQL refuses to run as root.
+// A real PostgreSQL server for tests and the local cluster: the machine's binaries (Debian's
+// `postgresql` package, or PG_BIN), a cluster in a directory of the caller's, listening on a
+// loopback port. As root it runs as the `postgres` user, since PostgreSQL refuses to run as root.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { freePort } from '../temporal/dev-server';
 
-export interface TestPostgres {
+export interface PostgresServer {
   /** `postgres://postgres@127.0.0.1:<port>/postgres`: trust authentication, loopback only. */
   readonly url: string;
   readonly port: number;
-  /** Stops the server (fast shutdown) and deletes its cluster. */
+  /** The postmaster's pid while it runs. */
+  pid(): number | undefined;
+  /** Starts it again on the same data and port; resolves once it takes connections. */
+  start(): Promise<void>;
+  /** Stops it: SIGINT, PostgreSQL's fast shutdown, unless `signal` says otherwise (SIGKILL: a crash). */
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export interface TestPostgres extends PostgresServer {
+  /** Stops the server and deletes its cluster. */
   stop(): Promise<void>;
 }
 
 /** The directory of the machine's PostgreSQL binaries: PG_BIN, else the newest under /usr/lib/postgresql. */
-function binDir(): string {
+export function postgresBinDir(): string {
   if (process.env.PG_BIN) return process.env.PG_BIN;
   const root = '/usr/lib/postgresql';
   const versions = existsSync(root) ? readdirSync(root).sort((a, b) => Number(b) - Number(a)) : [];
@@ -26,63 +35,115 @@ function binDir(): string {
   return found;
 }
 
-/** Starts a PostgreSQL server of its own; the caller must `stop()` it. */
-export async function startTestPostgres(): Promise<TestPostgres> {
-  const bin = binDir();
-  const dir = mkdtempSync(join(tmpdir(), 'subagent-postgres-'));
+/**
+ * Starts PostgreSQL on the cluster in `dir` (made with initdb when there is none) on `port` (a
+ * free one by default), logging to `dir/postgres.log`. With `detached`, the server outlives this
+ * process. The caller stops it.
+ */
+export async function startPostgres(options: {
+  dir: string;
+  port?: number;
+  detached?: boolean;
+}): Promise<PostgresServer> {
+  const bin = postgresBinDir();
+  const { dir } = options;
   const asRoot = process.getuid?.() === 0;
-  // PostgreSQL will not run as root: hand the cluster to the `postgres` user and run as it.
+  // PostgreSQL will not run as root: the cluster belongs to the `postgres` user, which runs it.
   const as = (command: string): [string, string[]] =>
     asRoot ? ['runuser', ['-u', 'postgres', '--', join(bin, command)]] : [join(bin, command), []];
-  if (asRoot) {
-    const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }));
-    chownSync(dir, id('-u'), id('-g'));
-  }
   const data = join(dir, 'data');
-  const [initdb, initdbPrefix] = as('initdb');
-  execFileSync(initdb, [...initdbPrefix, '-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8'], {
-    stdio: 'ignore',
-  });
-  const port = await freePort();
-  const [postgres, prefix] = as('postgres');
-  const child: ChildProcess = spawn(
-    postgres,
-    [...prefix, '-D', data, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-k', dir, '-c', 'fsync=off'],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  let stderr = '';
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4000)));
-  const exited = new Promise<void>((done) => child.once('exit', () => done()));
-  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      // The postmaster itself, not `runuser` in front of it: SIGINT is its fast shutdown.
-      const pidFile = join(data, 'postmaster.pid');
-      const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').split('\n')[0]) : child.pid!;
-      process.kill(pid, 'SIGINT');
+  if (!existsSync(join(data, 'PG_VERSION'))) {
+    mkdirSync(dir, { recursive: true });
+    if (asRoot) {
+      const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }));
+      chownSync(dir, id('-u'), id('-g'));
     }
-    await exited;
-    rmSync(dir, { recursive: true, force: true });
-  };
-  // Ready once it takes a connection.
-  for (let attempt = 0; ; attempt++) {
-    if (child.exitCode !== null) {
-      await stop();
-      throw new Error(`PostgreSQL exited before it was ready:\n${stderr}`);
-    }
-    const client = new Client({ connectionString: url });
-    try {
-      await client.connect();
-      await client.end();
-      break;
-    } catch (err) {
-      await client.end().catch(() => undefined);
-      if (attempt > 200) {
-        await stop();
-        throw new Error(`PostgreSQL did not accept connections on port ${port}:\n${stderr}`, { cause: err });
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    const [initdb, prefix] = as('initdb');
+    execFileSync(initdb, [...prefix, '-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8'], {
+      stdio: 'ignore',
+    });
   }
-  return { url, port, stop };
+  const port = options.port ?? (await freePort());
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+  let child: ChildProcess | undefined;
+  let exited: Promise<void> = Promise.resolve();
+  const postmasterPid = () => {
+    const pidFile = join(data, 'postmaster.pid');
+    return existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').split('\n')[0]) : undefined;
+  };
+
+  const start = async () => {
+    const [postgres, prefix] = as('postgres');
+    const log = openSync(join(dir, 'postgres.log'), 'a');
+    child = spawn(
+      postgres,
+      [...prefix, '-D', data, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-k', dir, '-c', 'fsync=off'],
+      { stdio: ['ignore', log, log], detached: options.detached ?? false },
+    );
+    if (options.detached) child.unref();
+    const running = child;
+    exited = new Promise<void>((done) => running.once('exit', () => done()));
+    // Ready once it takes a connection.
+    for (let attempt = 0; ; attempt++) {
+      if (running.exitCode !== null) throw new Error(`PostgreSQL exited before it was ready (see ${dir}/postgres.log)`);
+      const client = new Client({ connectionString: url });
+      try {
+        await client.connect();
+        await client.end();
+        return;
+      } catch (err) {
+        await client.end().catch(() => undefined);
+        if (attempt > 300) {
+          throw new Error(`PostgreSQL did not accept connections on port ${port} (see ${dir}/postgres.log)`, {
+            cause: err,
+          });
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+  };
+
+  const stop = async (signal: NodeJS.Signals = 'SIGINT') => {
+    // The postmaster itself, not `runuser` in front of it: SIGINT is its fast shutdown.
+    const pid = postmasterPid() ?? child?.pid;
+    if (pid !== undefined) {
+      try {
+        process.kill(pid, signal);
+      } catch {
+        // Already gone.
+      }
+    }
+    if (child && child.exitCode === null && child.signalCode === null) await exited;
+    else await waitForExit(pid);
+    // A crashed postmaster leaves its pid file; the next start checks that pid and finds it gone.
+  };
+
+  await start();
+  return { url, port, pid: postmasterPid, start, stop };
+}
+
+/** Resolves once no process has `pid` (one this process did not spawn). */
+async function waitForExit(pid: number | undefined): Promise<void> {
+  if (pid === undefined) return;
+  for (;;) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** A PostgreSQL server of its own in a temporary directory; `stop()` deletes it. */
+export async function startTestPostgres(): Promise<TestPostgres> {
+  const dir = mkdtempSync(join(tmpdir(), 'subagent-postgres-'));
+  const server = await startPostgres({ dir });
+  return {
+    ...server,
+    async stop() {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
