@@ -67,8 +67,9 @@ async function status(): Promise<number> {
     console.log('not running');
     return 1;
   }
-  for (const service of state.services)
+  for (const service of state.services) {
     console.log(`${service.instance.padEnd(10)} ${alive(service.pid) ? `pid ${service.pid}` : 'down'}`);
+  }
   console.log(
     `${'postgres'.padEnd(10)} ${alive(state.postgres.pid) ? `pid ${state.postgres.pid}, port ${state.postgres.port}` : 'down'}`,
   );

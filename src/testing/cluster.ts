@@ -203,8 +203,9 @@ export async function startCluster(options: ClusterOptions): Promise<TemporalClu
     services,
     service(instance) {
       const found = services.find((candidate) => candidate.instance === instance);
-      if (!found)
+      if (!found) {
         throw new Error(`no service ${instance} (the cluster runs ${services.map((s) => s.instance).join(', ')})`);
+      }
       return found;
     },
     async stop() {
@@ -217,8 +218,9 @@ export async function startCluster(options: ClusterOptions): Promise<TemporalClu
     await registerNamespace(address, 'default', () => {
       // A service that died on start (a port taken, a bad configuration) will not come up.
       const dead = services.find((service) => service.pid() === undefined);
-      if (dead)
+      if (dead) {
         throw new Error(`the ${dead.instance} service exited (see ${join(dir, 'logs', `${dead.instance}.log`)})`);
+      }
     });
     log(`cluster serving on ${address} (PostgreSQL on 127.0.0.1:${postgres.port}; logs in ${join(dir, 'logs')})`);
     return cluster;
@@ -373,8 +375,9 @@ async function registerNamespace(address: string, namespace: string, check: () =
       await ensureSearchAttributes(connection, namespace);
       return;
     } catch (err) {
-      if (Date.now() > deadline)
+      if (Date.now() > deadline) {
         throw new Error(`the cluster at ${address} did not serve ${namespace}`, { cause: err });
+      }
       await new Promise((resolve) => setTimeout(resolve, 500));
     } finally {
       await connection?.close();
