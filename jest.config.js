@@ -1,8 +1,9 @@
 /**
  * Tests in layers, each a jest project: `unit` (pure code, no server: seconds), then
  * `integration`, `conformance` (the seam spec clause by clause) and `faults` against one real
- * Temporal dev server that the global setup starts once for them all (and stops). `npm test` runs
- * every layer; `npm run test:unit` is the fast loop.
+ * Temporal dev server that the global setup starts once for them all (and stops), and `cluster`
+ * against a multi-service cluster on PostgreSQL. `npm test` runs every layer; `npm run test:unit`
+ * is the fast loop.
  */
 const base = {
   testEnvironment: 'node',
@@ -16,6 +17,15 @@ const withServer = {
   ...base,
   globalSetup: '<rootDir>/test/setup/global-setup.ts',
   globalTeardown: '<rootDir>/test/setup/global-teardown.ts',
+  setupFiles: ['<rootDir>/test/setup/target-dev.ts'],
+};
+// The fault suites again, on a multi-service Temporal cluster on PostgreSQL, and the faults only a
+// cluster has (test/cluster/).
+const onCluster = {
+  ...base,
+  globalSetup: '<rootDir>/test/setup/cluster-setup.ts',
+  globalTeardown: '<rootDir>/test/setup/cluster-teardown.ts',
+  setupFiles: ['<rootDir>/test/setup/target-cluster.ts'],
 };
 
 module.exports = {
@@ -26,5 +36,13 @@ module.exports = {
     { ...withServer, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.test.ts'] },
     { ...withServer, displayName: 'conformance', testMatch: ['<rootDir>/test/conformance/**/*.test.ts'] },
     { ...withServer, displayName: 'faults', testMatch: ['<rootDir>/test/faults/**/*.test.ts'] },
+    {
+      ...onCluster,
+      displayName: 'cluster',
+      testMatch: [
+        '<rootDir>/test/faults/{worker-kills,worker-crash,caller,deploy}.test.ts',
+        '<rootDir>/test/cluster/**/*.test.ts',
+      ],
+    },
   ],
 };

@@ -17,7 +17,8 @@ import { type PostgresServer, startPostgres } from './postgres';
 /** The Temporal server release the cluster runs; docker-compose.yml pins the same. */
 export const TEMPORAL_SERVER_VERSION = '1.29.1';
 const MODULE = 'go.temporal.io/server';
-const SHARDS = 4;
+/** History shards of the cluster; docker-compose.yml sets the same. */
+export const CLUSTER_HISTORY_SHARDS = 4;
 
 export interface ClusterBinaries {
   server: string;
@@ -284,7 +285,7 @@ log:
 persistence:
   defaultStore: postgres-default
   visibilityStore: postgres-visibility
-  numHistoryShards: ${SHARDS}
+  numHistoryShards: ${CLUSTER_HISTORY_SHARDS}
   datastores:
     postgres-default:${datastore('temporal', 20)}
     postgres-visibility:${datastore('temporal_visibility', 10)}

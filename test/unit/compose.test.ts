@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
+import { CLUSTER_HISTORY_SHARDS, TEMPORAL_SERVER_VERSION } from '../../src/testing/cluster';
 
 const ROOT = join(__dirname, '..', '..');
 const COMPOSE_PATH = join(ROOT, 'docker-compose.yml');
@@ -230,6 +231,15 @@ describe('docker-compose.yml', () => {
         network_mode: 'host',
       });
     }
+  });
+
+  it('runs the server release and settings the cluster tests run (npm run cluster)', () => {
+    expect(services.temporal!.image).toBe(`temporalio/auto-setup:${TEMPORAL_SERVER_VERSION}`);
+    expect(environment(services.temporal!)).toMatchObject({
+      NUM_HISTORY_SHARDS: String(CLUSTER_HISTORY_SHARDS),
+      DEFAULT_NAMESPACE_RETENTION: '24h',
+    });
+    expect(environment(services.temporal!)).not.toHaveProperty('DYNAMIC_CONFIG_FILE_PATH');
   });
 
   it('points the worker at the temporal service and the default namespace', () => {
