@@ -24,7 +24,7 @@ import { SubagentError } from '../seam/errors';
 import type { SubagentResult } from '../seam/result';
 import type { SubagentLogger, SubagentRun } from '../seam/run';
 import { SubagentEvents } from './events';
-import { OutcomeQueryMissing, segmentOutcome } from './run-outcomes';
+import { type ObservedOutcome, OutcomeQueryMissing, segmentOutcome } from './run-outcomes';
 import { isUnreachable, toSubagentError } from './temporal-errors';
 import { assertPayloadWithin, contentBlocks } from './validate';
 
@@ -65,7 +65,7 @@ export class RunHandle {
   private readonly handle: RunWorkflowHandle;
   private readonly started: Promise<void>;
   private segment: number | undefined;
-  private outcome: SegmentOutcome | undefined;
+  private outcome: ObservedOutcome | undefined;
   private cancelRequested = false;
   private cancelReason: string | undefined;
   private stopAtStart: StopAtStart | undefined;
@@ -142,10 +142,12 @@ export class RunHandle {
   }
 
   /** This segment's outcome once it settles, read without touching the run (run-outcomes.ts). */
-  private async awaitOutcome(): Promise<SegmentOutcome> {
+  private async awaitOutcome(): Promise<ObservedOutcome> {
     const { client, reconnectWindowMs } = this.context;
     try {
-      return await segmentOutcome(client, this.init.runId, this.segment, { reconnectWindowMs });
+      // A provider that cannot resume closes the run as its segment settles: its close is the answer.
+      const closesOnSettle = !this.init.resumable;
+      return await segmentOutcome(client, this.init.runId, this.segment, { reconnectWindowMs, closesOnSettle });
     } catch (err) {
       if (err instanceof OutcomeQueryMissing) return this.outcomeByUpdate();
       throw err;
@@ -236,7 +238,8 @@ export class RunHandle {
       // Messages already sent reach the run (or are reported undelivered) before it ends.
       await this.signalChain;
       // A resumed segment was handed over to the run resume() returned; disposing that one ends it.
-      if (this.resumed) return;
+      // A run seen closed has nothing left to stop.
+      if (this.resumed || this.outcome?.closed) return;
       try {
         const segment = this.segment ?? (await this.handle.query(statusQuery)).segment;
         // One update per segment however many callers dispose it: the server joins them by id.

@@ -12,9 +12,11 @@ import {
   segmentOutcomeQuery,
 } from '../../workflows/definitions';
 import { SubagentError } from '../seam/errors';
+import { temporal } from '@temporalio/proto';
 import { EventType, type HistoryEvent, closedOutcome, runInput, settledOutcome } from '../temporal/run-history';
 import { isNotFound, isUnreachable, toSubagentError } from './temporal-errors';
 
+const CLOSE_EVENT = temporal.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT;
 const CLOSING_EVENTS = new Set<number>([
   EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
   EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
@@ -34,7 +36,7 @@ interface Waiter {
   /** The segment waited for; a waiter that named none takes the run's current one at the first answer. */
   segment: number | undefined;
   reconnectWindowMs: number;
-  resolve(outcome: SegmentOutcome): void;
+  resolve(outcome: ObservedOutcome): void;
   reject(err: unknown): void;
 }
 
@@ -51,18 +53,25 @@ export function segmentOutcome(
   client: Client,
   runId: string,
   segment: number | undefined,
-  { reconnectWindowMs, ask = false }: { reconnectWindowMs: number; ask?: boolean },
-): Promise<SegmentOutcome> {
+  {
+    reconnectWindowMs,
+    ask = false,
+    closesOnSettle = false,
+  }: { reconnectWindowMs: number; ask?: boolean; closesOnSettle?: boolean },
+): Promise<ObservedOutcome> {
   let watches = byClient.get(client);
   if (!watches) byClient.set(client, (watches = new Map()));
   let watch = watches.get(runId);
   if (!watch) {
     const idle = () => watches.delete(runId);
-    watch = new RunWatch(client, runId, idle);
+    watch = new RunWatch(client, runId, idle, closesOnSettle);
     watches.set(runId, watch);
   }
   return watch.wait(segment, reconnectWindowMs, ask);
 }
+
+/** A segment's outcome, and whether it was read from the run's close (the run has ended). */
+export type ObservedOutcome = SegmentOutcome & { closed?: true };
 
 class RunWatch {
   private readonly waiters = new Set<Waiter>();
@@ -78,11 +87,16 @@ class RunWatch {
     private readonly client: Client,
     private readonly runId: string,
     private readonly idle: () => void,
+    /**
+     * The run's provider cannot resume, so its workflow closes as its segment settles: the watch
+     * waits for the close event alone, one long poll for the run's whole life (as `result()` does).
+     */
+    private readonly closesOnSettle: boolean,
   ) {
     this.handle = client.workflow.getHandle(runId);
   }
 
-  wait(segment: number | undefined, reconnectWindowMs: number, ask: boolean): Promise<SegmentOutcome> {
+  wait(segment: number | undefined, reconnectWindowMs: number, ask: boolean): Promise<ObservedOutcome> {
     return new Promise((resolve, reject) => {
       this.waiters.add({ segment, reconnectWindowMs, resolve, reject });
       if (!this.following) {
@@ -111,7 +125,12 @@ class RunWatch {
             execution,
             nextPageToken,
             // The first page is the start event alone, read at once; then long polls from there.
-            ...(firstPage ? { maximumPageSize: 1 } : { waitNewEvent: true }),
+            // A run that closes as it settles: its close event alone, whenever it comes.
+            ...(this.closesOnSettle
+              ? { waitNewEvent: true, historyEventFilterType: CLOSE_EVENT }
+              : firstPage
+                ? { maximumPageSize: 1 }
+                : { waitNewEvent: true }),
           }),
         );
         events = response.history?.events ?? [];
@@ -144,7 +163,7 @@ class RunWatch {
       if (view) this.answer(view, false);
       // A running workflow has more than its start event: a server that pages no further (the
       // time-skipping test server, whose long polls wait only for events yet to come) is asked instead.
-      if (firstPage && !nextPageToken?.length) return this.askNowAndThen();
+      if (firstPage && !nextPageToken?.length && !this.closesOnSettle) return this.askNowAndThen();
       // A long poll that timed out (20 s): ask the run too, in case an answer was missed.
       if (events.length === 0) this.check();
     }
@@ -273,6 +292,7 @@ class RunWatch {
         const outcome = {
           segment: waiter.segment ?? 0,
           result: { output: [], stopReason: 'error' as const, diagnostic },
+          closed: true as const,
         };
         this.settle(waiter, () => waiter.resolve(outcome));
       }
@@ -281,7 +301,7 @@ class RunWatch {
     for (const waiter of this.waiters) {
       const wanted = waiter.segment ?? closed.segment;
       const { segment, result } = closed.previous?.segment === wanted ? closed.previous : closed;
-      if (segment === wanted) this.settle(waiter, () => waiter.resolve({ segment, result }));
+      if (segment === wanted) this.settle(waiter, () => waiter.resolve({ segment, result, closed: true }));
       else {
         const error =
           wanted > closed.segment
