@@ -8,7 +8,7 @@ import importX from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.tools/', '.data/', 'coverage/', 'test/fixtures/builds/'] },
+  { ignores: ['dist/', 'node_modules/', '.tools/', '.data/', 'coverage/', 'test/fixtures/builds/', 'bench/peer/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   importX.flatConfigs.typescript,

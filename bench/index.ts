@@ -1,50 +1,45 @@
-// `npm run bench`: what durability costs, measured side by side in one run against the limit
-// here, a bare Temporal workflow with one activity on the same embedded server and worker
-// settings. Plain Node, no test runner. `--quick` for fewer repetitions (under two minutes),
-// `--observers` for section 8 alone, `--long-turn` for section 9 alone,
-// `--json` to end the table with one JSON line of every figure.
+// `npm run bench`: what durability costs, measured side by side in one run against the fastest bare
+// Temporal equivalent (a workflow with one activity, eagerly started, on the same server with the
+// same worker settings and activity options) and against the peer users would pick instead
+// (Temporal's AI SDK integration, bench/peer). Plain Node, no test runner.
+//
+// Every ratio is measured once per round, the rounds interleaved so drift in the machine's load
+// hits both sides alike, and reported as its median with the spread (min-max) over the rounds.
+// `--quick` runs the same rounds with fewer samples in each; `--json` ends with one JSON line of
+// every figure; `--cluster` runs against the multi-service cluster (`npm run cluster -- start`);
+// `--observers`, `--long-turn` and `--memory` run figure 8, 9 or 6 alone.
 import { randomUUID } from 'node:crypto';
-import { readFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Client } from '@temporalio/client';
-import { Worker, DefaultLogger, NativeConnection, Runtime, bundleWorkflowCode } from '@temporalio/worker';
-import { type SubagentTurnProvider, TemporalSubagentService, runStarted } from '../src';
-import { segmentResultUpdate } from '../workflows/definitions';
-import {
-  ScriptedTurnEvent,
-  createScriptedProvider,
-  spawnWorkerProcess,
-  startFakeOpenAI,
-  textReply,
-  toolCallReply,
-} from '../src/testing';
+import { join, resolve } from 'node:path';
+import type { Client } from '@temporalio/client';
+import { Worker, DefaultLogger, Runtime, bundleWorkflowCode } from '@temporalio/worker';
+import { type SubagentTurnProvider, TemporalSubagentService } from '../src';
+import { type FakeChatRequest, spawnWorkerProcess, startFakeOpenAI, textReply, toolCallReply } from '../src/testing';
 import { bundleSubagentWorkflows, connectTemporal, createSpawnProvider, createSubagentWorker } from '../src/worker';
+import { type Timing, observers, timed } from './observers';
+import { type Peer, startPeer } from './peer-process';
+import { type Spread, describeSpread, percentiles, round, spread } from './stats';
 
-const quick = process.argv.includes('--quick');
+const flag = (name: string) => process.argv.includes(`--${name}`);
+const quick = flag('quick');
+const json = flag('json');
+/** Rounds of every interleaved figure; quick mode shortens each round, not their number. */
+const ROUNDS = quick ? 5 : 7;
 const LONG_TURN_CALLS = 1000;
+const STEP_COUNTS = [5, 20, 50];
+const HEARTBEAT_TIMEOUT_S = 5;
 /** A directory for the LLM children's file tools, with a file of 200 KiB in lines of 64 characters. */
 const benchFiles = mkdtempSync(join(tmpdir(), 'subagent-bench-files-'));
 const BIG_FILE = 'big.txt';
 writeFileSync(join(benchFiles, BIG_FILE), `${'z'.repeat(63)}\n`.repeat((200 * 1024) / 64));
-const json = process.argv.includes('--json');
 const log = (line = '') => console.log(line);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const sleep = (ms: number) => new Promise((resolveSleep) => setTimeout(resolveSleep, ms));
 const text = (value: string) => [{ type: 'text' as const, text: value }];
 const parent = { id: 'bench' };
+const inBenchFiles = { id: 'bench', session: { header: { id: 's', cwd: benchFiles } } };
+const results: Record<string, unknown> = {};
 
-interface Stats {
-  p50: number;
-  p95: number;
-}
-
-function stats(samples: number[]): Stats {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-  return { p50: at(0.5), p95: at(0.95) };
-}
-
-const round = (value: number, digits = 1) => Number(value.toFixed(digits));
 const noop = (name: string, resumable: boolean): SubagentTurnProvider => ({
   name,
   capabilities: { outputSchema: false, depthLimit: false, toolFilter: false },
@@ -56,179 +51,49 @@ const noop = (name: string, resumable: boolean): SubagentTurnProvider => ({
   },
 });
 
-/** A scripted provider that timestamps every turn start and end, and lets the bench wait for them. */
-function timed() {
-  const seen = new Map<string, number>();
-  const waiters = new Map<string, () => void>();
-  const key = (runId: string, kind: string, turn: number) => `${runId}|${kind}|${turn}`;
-  const provider = createScriptedProvider({
-    name: 'timed',
-    observer: (event: ScriptedTurnEvent) => {
-      const k = key(event.runId, event.kind, event.turn);
-      seen.set(k, performance.now());
-      waiters.get(k)?.();
-    },
-  });
-  return {
-    provider,
-    /** When the turn's event happened (performance.now()), waiting for it if need be. */
-    at: async (runId: string, kind: 'turn-start' | 'turn-end', turn: number) => {
-      const k = key(runId, kind, turn);
-      if (!seen.has(k)) await new Promise<void>((resolve) => waiters.set(k, resolve));
-      return seen.get(k)!;
-    },
-  };
+/**
+ * The fake model's one task, read from the conversation so that any number of runs (ours and the
+ * peer's) can share it: the first user message says `steps=N` (and optionally `tool=NAME
+ * args=JSON`); while fewer than N-1 tool results are in the conversation the model calls the
+ * tool, then it answers. A run makes exactly N model calls.
+ */
+function toolTask(request: FakeChatRequest) {
+  const messages = (request.body?.messages ?? []) as { role: string; content: unknown }[];
+  const first = messages.find((message) => message.role === 'user');
+  const said =
+    typeof first?.content === 'string'
+      ? first.content
+      : ((first?.content ?? []) as { text?: string }[]).map((part) => part.text ?? '').join('');
+  const steps = Number(/steps=(\d+)/.exec(said)?.[1] ?? 1);
+  const tool = /tool=(\w+)/.exec(said)?.[1] ?? 'list_directory';
+  const args = JSON.parse(/args=(\{.*\})/.exec(said)?.[1] ?? '{}') as object;
+  const toolResults = messages.filter((message) => message.role === 'tool').length;
+  return toolResults < steps - 1 ? toolCallReply([{ name: tool, arguments: args }]) : textReply('done');
 }
 
-type Timing = ReturnType<typeof timed>;
-type Waiting = 'history watch' | 'update per waiter' | 'shared update';
-const WAYS: Waiting[] = ['history watch', 'update per waiter', 'shared update'];
-
-/** CPU seconds a process has used (user + system), from /proc. */
-const cpuSeconds = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-};
-
-/**
- * How 1,000 waiters on one run receive its result, by three ways to wait, side by side in
- * interleaved rounds: the history watch the service uses, an update held per waiter (the way of
- * earlier versions), and one update all waiters share by its id. Each round also runs a run with
- * a single waiter, for the history it makes and the single-waiter latency. Latency counts from the
- * end of the provider's turn to each waiter's receipt.
- */
-async function observers(
-  address: string,
-  serverPid: number | undefined,
-  service: TemporalSubagentService,
-  timing: Timing,
-  results: Record<string, unknown>,
-): Promise<void> {
-  const gates = mkdtempSync(join(tmpdir(), 'subagent-bench-gates-'));
-  const connections = await Promise.all(Array.from({ length: 5 }, () => NativeConnection.connect({ address })));
-  const observersOf = connections.map((connection) => {
-    const client = new Client({ connection });
-    return { client, service: new TemporalSubagentService({ client }) };
-  });
-  const wait = (way: Waiting, observer: (typeof observersOf)[number], runId: string): Promise<unknown> => {
-    if (way === 'history watch') return observer.service.attach(runId).result;
-    const handle = observer.client.workflow.getHandle(runId);
-    const updateId = way === 'shared update' ? `result-${runId}` : undefined;
-    return handle.executeUpdate(segmentResultUpdate, { args: [{ segment: 0 }], ...(updateId ? { updateId } : {}) });
-  };
-  /** One run held at its turn until `waiters` wait, spread over the connections, then let go. */
-  const observe = async (way: Waiting, waiters: number) => {
-    const run = service.start('timed', {
-      prompt: text('observed'),
-      parent,
-      agentOptions: { script: [{ waitFor: join(gates, '{run}.{turn}'), reply: 'seen' }] },
-    });
-    await runStarted(run);
-    const received: number[] = [];
-    let failed = 0;
-    const waiting = Array.from({ length: waiters }, (_, i) =>
-      wait(way, observersOf[i % observersOf.length]!, run.id).then(
-        () => received.push(performance.now()),
-        () => failed++,
-      ),
-    );
-    const cpuBefore = serverPid ? cpuSeconds(serverPid) : 0;
-    writeFileSync(join(gates, `${run.id}.0`), '');
-    const turnEnd = await timing.at(run.id, 'turn-end', 0);
-    await Promise.all(waiting);
-    const cpu = serverPid ? cpuSeconds(serverPid) - cpuBefore : 0;
-    const info = (await observersOf[0]!.client.workflow.getHandle(run.id).describe()).raw.workflowExecutionInfo!;
-    await run.dispose();
-    return {
-      latencies: received.map((at) => at - turnEnd),
-      failed,
-      events: Number(info.historyLength),
-      bytes: Number(info.historySizeBytes),
-      cpu,
-    };
-  };
-
-  const rounds = quick ? 1 : 3;
-  const singles = quick ? 5 : 15;
-  const figures = new Map(
-    WAYS.map((way) => [
-      way,
-      { many: [] as Awaited<ReturnType<typeof observe>>[], one: [] as number[][], oneEvents: 0, oneBytes: 0 },
-    ]),
-  );
-  for (let round = 0; round < rounds; round++) {
-    for (const way of WAYS) {
-      const figure = figures.get(way)!;
-      figure.many.push(await observe(way, 1000));
-      const one: number[] = [];
-      figure.one.push(one);
-      for (let i = 0; i < singles; i++) {
-        const sample = await observe(way, 1);
-        one.push(...sample.latencies);
-        figure.oneEvents = sample.events;
-        figure.oneBytes = sample.bytes;
-      }
-    }
-  }
-  log(`8. Observers, 1,000 waiters on one run from 5 connections (${rounds} rounds), turn end -> receipt:`);
-  const summary: Record<string, unknown> = {};
-  for (const [way, figure] of figures) {
-    const all = figure.many.flatMap((sample) => sample.latencies);
-    const sorted = [...all].sort((a, b) => a - b);
-    const p99 = sorted[Math.min(sorted.length - 1, Math.floor(0.99 * sorted.length))] ?? NaN;
-    const p50 = stats(all.length ? all : [NaN]).p50;
-    const failed = figure.many.reduce((sum, sample) => sum + sample.failed, 0);
-    const perObserver = figure.many.map((sample) => (sample.events - figure.oneEvents) / 1000);
-    const bytesPerObserver = figure.many.map((sample) => (sample.bytes - figure.oneBytes) / 1000);
-    const cpu = figure.many.map((sample) => sample.cpu);
-    const single = stats(figure.one.flat());
-    summary[way] = {
-      p50_ms: round(p50),
-      p99_ms: round(p99),
-      failed,
-      history_events_per_observer: round(Math.max(...perObserver), 2),
-      history_bytes_per_observer: Math.round(Math.max(...bytesPerObserver)),
-      server_cpu_s: round(Math.max(...cpu), 2),
-      single_p50_ms: round(single.p50),
-    };
-    log(
-      `   ${way.padEnd(18)} p50 ${p50.toFixed(1)} ms   p99 ${p99.toFixed(1)} ms   failed ${failed}/${1000 * rounds}   ` +
-        `history events per observer ${Math.min(...perObserver).toFixed(2)}-${Math.max(...perObserver).toFixed(2)}   ` +
-        `bytes per observer ${Math.round(Math.max(...bytesPerObserver))}   server CPU ${Math.min(...cpu).toFixed(2)}-${Math.max(...cpu).toFixed(2)} s   ` +
-        `one waiter p50 ${single.p50.toFixed(1)} ms (p95 ${single.p95.toFixed(1)})`,
-    );
-  }
-  // The single-waiter ratio round by round: each round's two samples ran minutes apart at most.
-  const ratios = figures
-    .get('history watch')!
-    .one.map((ours, i) => stats(ours).p50 / stats(figures.get('update per waiter')!.one[i]!).p50);
-  const ratio = stats(ratios).p50;
-  log(
-    `   single waiter, history watch / update per waiter (p50): ${ratio.toFixed(3)} ` +
-      `(rounds ${Math.min(...ratios).toFixed(3)}-${Math.max(...ratios).toFixed(3)})   goal <= 1.0 within the spread`,
-  );
-  summary.single_waiter_ratio = {
-    median: round(ratio, 3),
-    min: round(Math.min(...ratios), 3),
-    max: round(Math.max(...ratios), 3),
-  };
-  results.observers = summary;
-  await Promise.all(connections.map((connection) => connection.close()));
+/** The server to measure on: the embedded default in memory, or with `--cluster` the running cluster. */
+async function connect(payloads: string) {
+  const env: Record<string, string> = { SUBAGENT_PAYLOAD_STORE: `file:${payloads}` };
+  if (!flag('cluster')) return connectTemporal({ env, devServer: { dbFilename: undefined } });
+  const state = resolve(__dirname, '..', '.data', 'cluster', 'cluster.json');
+  if (!existsSync(state)) throw new Error('--cluster: no cluster here; start one with `npm run cluster -- start`');
+  const { address } = JSON.parse(readFileSync(state, 'utf8')) as { address: string };
+  return connectTemporal({ env: { ...env, TEMPORAL_ADDRESS: address } });
 }
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const results: Record<string, unknown> = {};
-  // The embedded default, payloads over 32 KiB offloaded to files (here, a directory of the run's own).
-  const payloads = mkdtempSync(join(tmpdir(), 'subagent-bench-payloads-'));
-  const temporal = await connectTemporal({
-    env: { SUBAGENT_PAYLOAD_STORE: `file:${payloads}` },
-    devServer: { dbFilename: undefined },
-  });
+  // Payloads over 32 KiB are offloaded to files, as with the embedded default (a directory of the run's own).
+  const temporal = await connect(mkdtempSync(join(tmpdir(), 'subagent-bench-payloads-')));
   const { connection, client, dataConverter } = temporal;
-  const fake = await startFakeOpenAI();
+  const serverPid = temporal.devServer?.pid;
+  log(
+    `Benchmark ${quick ? '--quick' : '(full)'}, ${ROUNDS} interleaved rounds, against ` +
+      `${flag('cluster') ? `the cluster at ${temporal.address}` : 'the embedded dev server (in memory)'}`,
+  );
+  const fake = await startFakeOpenAI({ handler: toolTask });
   const timing = timed();
-  const spawn = createSpawnProvider({
+  const spawnProvider = createSpawnProvider({
     endpoint: { baseURL: fake.baseURL, model: 'fake-model' },
     runSettings: { maxStepsPerTurn: 1000 },
   });
@@ -238,14 +103,16 @@ async function main(): Promise<void> {
     endpoint: { baseURL: fake.baseURL, model: 'fake-model', maxContextChars: 1_000_000 },
     runSettings: { maxStepsPerTurn: LONG_TURN_CALLS + 10 },
   });
-  const providers = [noop('noop', true), noop('noop-closing', false), timing.provider, spawn, bigOutputs];
+  const providers = [noop('noop', true), noop('noop-closing', false), timing.provider, spawnProvider, bigOutputs];
   const subagentWorker = await createSubagentWorker({
     connection,
     providers,
     ...(dataConverter ? { dataConverter } : {}),
   });
+  // The baseline: the same worker settings as createSubagentWorker's (heartbeat throttle, sticky timeout).
   const baselineWorker = await Worker.create({
     connection,
+    namespace: temporal.namespace,
     taskQueue: 'bench.baseline',
     workflowBundle: await bundleWorkflowCode({
       workflowsPath: require.resolve('./baseline-workflows'),
@@ -254,53 +121,372 @@ async function main(): Promise<void> {
     activities: { async noop() {} },
     maxHeartbeatThrottleInterval: 1000,
     defaultHeartbeatThrottleInterval: 1000,
-    stickyQueueScheduleToStartTimeout: 2000,
+    stickyQueueScheduleToStartTimeout: 1000,
   });
   const service = new TemporalSubagentService({ client });
   for (const provider of providers) service.registerProvider(provider);
+  const bench = new Bench(service, client, timing);
+  const both = <T>(fn: () => Promise<T>) => subagentWorker.runUntil(() => baselineWorker.runUntil(fn));
 
-  const facadeOnce = async (provider = 'noop') => {
+  if (flag('long-turn')) await both(async () => (results.long_turn = await bench.longTurn(bigOutputs.name)));
+  else if (flag('observers')) await both(() => observers(temporal.address, serverPid, service, timing, results, quick));
+  else if (flag('memory')) await memory(temporal.address, service);
+  else {
+    const peer = await startPeer({
+      address: temporal.address,
+      namespace: temporal.namespace,
+      baseURL: fake.baseURL,
+      model: 'fake-model',
+      dir: benchFiles,
+    });
+    try {
+      await both(async () => {
+        await bench.rounds(peer, spawnProvider.name);
+        await bench.historyPerCall(spawnProvider.name, bigOutputs.name);
+        // 9. One turn of 1,000 model calls reading 200 KiB each (the full run only).
+        if (!quick) results.long_turn = await bench.longTurn(bigOutputs.name);
+        await observers(temporal.address, serverPid, service, timing, results, quick);
+      });
+    } finally {
+      await peer.close();
+    }
+    await memory(temporal.address, service);
+    await recovery(temporal.address, service);
+  }
+  await temporal.close();
+  await fake.close();
+  if (json) console.log(JSON.stringify(results));
+}
+
+/** Figure 10 at one step count: wall time per step of ours, the peer's and the bare loop's, and history per step. */
+interface LoopFigure {
+  ours_per_step_ms: { p50: number; p90: number };
+  peer_per_step_ms: { p50: number; p90: number };
+  bare_per_step_ms: { p50: number; p90: number };
+  per_step_ratio: Spread;
+  ours_history_bytes_per_step: number;
+  peer_history_bytes_per_step: number;
+  history_bytes_ratio: Spread;
+}
+
+/** The figures measured against the bare workflow and the peer, on the in-process workers. */
+class Bench {
+  constructor(
+    private readonly service: TemporalSubagentService,
+    private readonly client: Client,
+    private readonly timing: Timing,
+  ) {}
+
+  /** start -> result of a no-op delegation. */
+  async facadeOnce(provider = 'noop'): Promise<number> {
     const started = performance.now();
-    const run = service.start(provider, { prompt: text('noop'), parent });
+    const run = this.service.start(provider, { prompt: text('noop'), parent });
     await run.result;
     const elapsed = performance.now() - started;
-    return { elapsed, run };
-  };
-  const baselineOnce = async (requestEagerStart = false) => {
+    await run.dispose();
+    return elapsed;
+  }
+
+  /** start -> result of the bare workflow with one activity. */
+  async baselineOnce(requestEagerStart = true): Promise<number> {
     const started = performance.now();
-    const handle = await client.workflow.start('bareRoundTrip', {
+    const handle = await this.client.workflow.start('bareRoundTrip', {
       taskQueue: 'bench.baseline',
       workflowId: `bare-${randomUUID()}`,
       requestEagerStart,
     });
     await handle.result();
     return performance.now() - started;
-  };
+  }
 
-  /** An LLM child whose one turn calls `tool` `calls` times, then answers; its history, in all its runs. */
-  const toolLoop = async (provider: string, calls: number, tool: string, args: object) => {
-    let made = 0;
-    fake.setHandler(() => (++made < calls ? toolCallReply([{ name: tool, arguments: args }]) : textReply('done')));
+  /** start -> result of the agent loop's shape with nothing in it: two activities per step. */
+  async bareLoopOnce(steps: number): Promise<number> {
     const started = performance.now();
-    const run = service.start(provider, {
-      prompt: text(`loop ${calls}`),
-      parent: { id: 'bench', session: { header: { id: 's', cwd: benchFiles } } },
+    const handle = await this.client.workflow.start('bareToolLoop', {
+      args: [steps],
+      taskQueue: 'bench.baseline',
+      workflowId: `bare-loop-${randomUUID()}`,
+      requestEagerStart: true,
+    });
+    await handle.result();
+    return performance.now() - started;
+  }
+
+  /** Completions per second of `total` calls of `one`, 100 at a time. */
+  async throughput(total: number, one: () => Promise<unknown>): Promise<number> {
+    let next = 0;
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: 100 }, async () => {
+        while (next++ < total) await one();
+      }),
+    );
+    return total / ((performance.now() - started) / 1000);
+  }
+
+  /**
+   * Steering: a message sent during a turn -> the provider's next turn starts with it, counted from
+   * when the turn ended (or from the send, if that came later). Resume: resume() -> the provider
+   * starts the new segment's turn.
+   */
+  async steerAndResume(): Promise<{ steering: number; resume: number }> {
+    const { service, timing } = this;
+    const script = [{ delayMs: 150, reply: 'a' }, { reply: 'b' }, { reply: 'c' }];
+    const run = service.start('timed', { prompt: text('steer me'), parent, agentOptions: { script } });
+    await timing.at(run.id, 'turn-start', 0);
+    const sent = performance.now();
+    run.sendMessage!(text('steering'));
+    const seen = await timing.at(run.id, 'turn-start', 1);
+    const steering = seen - Math.max(sent, await timing.at(run.id, 'turn-end', 0));
+    await run.result;
+    const resumedAt = performance.now();
+    const resumed = run.resume!(text('again'));
+    const resume = (await timing.at(run.id, 'turn-start', 2)) - resumedAt;
+    await resumed.result;
+    await resumed.dispose();
+    return { steering, resume };
+  }
+
+  /** An LLM child whose one turn makes `calls` model calls (all but the last asking for `tool`); its history in all its runs. */
+  async toolLoop(provider: string, calls: number, tool = 'list_directory', args: object = {}) {
+    const started = performance.now();
+    const run = this.service.start(provider, {
+      prompt: text(`steps=${calls} tool=${tool} args=${JSON.stringify(args)}`),
+      parent: inBenchFiles,
     });
     await run.result;
-    const seconds = (performance.now() - started) / 1000;
+    const ms = performance.now() - started;
     let bytes = 0;
     let runs = 0;
-    for await (const execution of client.workflow.list({ query: `WorkflowId = '${run.id}'` })) {
-      const { raw } = await client.workflow.getHandle(run.id, execution.runId).describe();
+    for await (const execution of this.client.workflow.list({ query: `WorkflowId = '${run.id}'` })) {
+      const { raw } = await this.client.workflow.getHandle(run.id, execution.runId).describe();
       bytes += Number(raw.workflowExecutionInfo?.historySizeBytes ?? 0);
       runs++;
     }
     await run.dispose();
-    return { bytes, runs, seconds, bytesPerCall: Math.round(bytes / calls) };
-  };
+    return { bytes, runs, ms, bytesPerCall: Math.round(bytes / calls) };
+  }
 
-  const longTurn = async () => {
-    const { bytes, runs, seconds, bytesPerCall } = await toolLoop(bigOutputs.name, LONG_TURN_CALLS, 'read_file', {
+  /**
+   * Figures 1-4 and 10, in ROUNDS interleaved rounds. Each round measures the facade and the bare
+   * workflow one after the other (the order alternating), and ours and the peer's agent loop, and
+   * yields one ratio of each.
+   */
+  async rounds(peer: Peer, spawnProvider: string): Promise<void> {
+    const latencySamples = quick ? 10 : 30;
+    const throughputRuns = quick ? 200 : 500;
+    const steerSamples = quick ? 5 : 10;
+    const loopSamples = quick ? 2 : 3;
+    // Warm-up: every path once, JIT and connections and caches.
+    for (let i = 0; i < 10; i++) {
+      await this.facadeOnce();
+      await this.baselineOnce();
+      await this.baselineOnce(false);
+    }
+    await this.throughput(100, () => this.facadeOnce('noop-closing'));
+    await this.throughput(100, () => this.baselineOnce());
+    await this.toolLoop(spawnProvider, 5);
+    await peer.run(5);
+
+    const latency = { facade: [] as number[], eager: [] as number[], lazy: [] as number[], ratio: [] as number[] };
+    const lazyRatio: number[] = [];
+    const rates = { facade: [] as number[], baseline: [] as number[], ratio: [] as number[] };
+    const steer = { steering: [] as number[], resume: [] as number[] };
+    const steeringRatio: number[] = [];
+    const resumeRatio: number[] = [];
+    const loops = new Map(
+      STEP_COUNTS.map((steps) => [
+        steps,
+        {
+          ours: [] as number[],
+          peer: [] as number[],
+          bare: [] as number[],
+          ratio: [] as number[],
+          oursBytes: 0,
+          peerBytes: 0,
+        },
+      ]),
+    );
+    for (let r = 0; r < ROUNDS; r++) {
+      const oursFirst = r % 2 === 0;
+      const facade: number[] = [];
+      const eager: number[] = [];
+      const lazy: number[] = [];
+      for (let i = 0; i < latencySamples; i++) {
+        if (oursFirst) facade.push(await this.facadeOnce());
+        eager.push(await this.baselineOnce());
+        lazy.push(await this.baselineOnce(false));
+        if (!oursFirst) facade.push(await this.facadeOnce());
+      }
+      const eagerP50 = percentiles(eager).p50;
+      latency.facade.push(...facade);
+      latency.eager.push(...eager);
+      latency.lazy.push(...lazy);
+      latency.ratio.push(percentiles(facade).p50 / eagerP50);
+      lazyRatio.push(percentiles(facade).p50 / percentiles(lazy).p50);
+
+      const facadeRates = () => this.throughput(throughputRuns, () => this.facadeOnce('noop-closing'));
+      const baselineRates = () => this.throughput(throughputRuns, () => this.baselineOnce());
+      const facadeRate = oursFirst ? await facadeRates() : 0;
+      const baselineRate = await baselineRates();
+      const throughputRatio = (oursFirst ? facadeRate : await facadeRates()) / baselineRate;
+      rates.facade.push(baselineRate * throughputRatio);
+      rates.baseline.push(baselineRate);
+      rates.ratio.push(throughputRatio);
+
+      const steering: number[] = [];
+      const resume: number[] = [];
+      for (let i = 0; i < steerSamples; i++) {
+        const sample = await this.steerAndResume();
+        steering.push(sample.steering);
+        resume.push(sample.resume);
+      }
+      steer.steering.push(...steering);
+      steer.resume.push(...resume);
+      steeringRatio.push(percentiles(steering).p50 / eagerP50);
+      resumeRatio.push(percentiles(resume).p50 / eagerP50);
+
+      for (const [steps, loop] of loops) {
+        const ours: number[] = [];
+        const theirs: number[] = [];
+        for (let i = 0; i < loopSamples; i++) {
+          const oursOnce = async () => {
+            const run = await this.toolLoop(spawnProvider, steps);
+            ours.push(run.ms / steps);
+            loop.oursBytes = run.bytes;
+          };
+          const peerOnce = async () => {
+            const run = await peer.run(steps);
+            if (run.model_calls !== steps) {
+              throw new Error(`the peer made ${run.model_calls} model calls, not ${steps}`);
+            }
+            theirs.push(run.wall_ms / steps);
+            loop.peerBytes = run.history_bytes;
+          };
+          if ((r + i) % 2 === 0) await oursOnce().then(peerOnce);
+          else await peerOnce().then(oursOnce);
+          loop.bare.push((await this.bareLoopOnce(steps)) / steps);
+        }
+        loop.ours.push(...ours);
+        loop.peer.push(...theirs);
+        loop.ratio.push(percentiles(ours).p50 / percentiles(theirs).p50);
+      }
+      log(
+        `   round ${r + 1}/${ROUNDS}: latency ${(percentiles(facade).p50 / eagerP50).toFixed(3)}   ` +
+          `throughput ${throughputRatio.toFixed(3)}   steering ${steeringRatio.at(-1)!.toFixed(3)}   ` +
+          `resume ${resumeRatio.at(-1)!.toFixed(3)}   agent loop ${[...loops.values()].map((loop) => loop.ratio.at(-1)!.toFixed(3)).join(' / ')}`,
+      );
+    }
+
+    const f = percentiles(latency.facade);
+    const e = percentiles(latency.eager);
+    const l = percentiles(latency.lazy);
+    const latencyRatio = spread(latency.ratio, { atMost: 1.1 });
+    results.latency = {
+      facade_p50_ms: round(f.p50),
+      eager_baseline_p50_ms: round(e.p50),
+      baseline_p50_ms: round(l.p50),
+      ratio: latencyRatio,
+      ratio_to_lazy_baseline: spread(lazyRatio),
+    };
+    log(`1. Delegation latency, start -> result, ${latencySamples} runs of each per round:`);
+    log(`   facade (no-op provider, eager start)      p50 ${f.p50.toFixed(1)} ms   p95 ${f.p95.toFixed(1)} ms`);
+    log(`   bare workflow + 1 activity, eager start   p50 ${e.p50.toFixed(1)} ms   p95 ${e.p95.toFixed(1)} ms`);
+    log(`   bare workflow + 1 activity, no eager      p50 ${l.p50.toFixed(1)} ms   p95 ${l.p95.toFixed(1)} ms`);
+    log(`   ratio to the eager one (p50)              ${describeSpread(latencyRatio)}`);
+    log(`   ratio to the one without eager start      ${describeSpread(spread(lazyRatio))}`);
+
+    const throughputRatio = spread(rates.ratio, { atLeast: 0.9 });
+    results.throughput = {
+      facade_per_s: round(percentiles(rates.facade).p50),
+      baseline_per_s: round(percentiles(rates.baseline).p50),
+      ratio: throughputRatio,
+    };
+    log(`2. Throughput, ${throughputRuns} delegations of each per round at concurrency 100:`);
+    log(
+      `   facade p50 ${percentiles(rates.facade).p50.toFixed(1)}/s   bare workflow, eager start ` +
+        `${percentiles(rates.baseline).p50.toFixed(1)}/s   ratio ${describeSpread(throughputRatio)}`,
+    );
+
+    const s = percentiles(steer.steering);
+    const rs = percentiles(steer.resume);
+    const steeringSpread = spread(steeringRatio, { atMost: 1.0 });
+    const resumeSpread = spread(resumeRatio, { atMost: 1.5 });
+    results.steering = { p50_ms: round(s.p50), p95_ms: round(s.p95), ratio_to_round_trip: steeringSpread };
+    results.resume = { p50_ms: round(rs.p50), p95_ms: round(rs.p95), ratio_to_round_trip: resumeSpread };
+    log(`3. Steering, turn boundary -> the provider's next turn with the message, ${steerSamples} per round:`);
+    log(
+      `   p50 ${s.p50.toFixed(1)} ms   p95 ${s.p95.toFixed(1)} ms   to the bare round trip ${describeSpread(steeringSpread)}`,
+    );
+    log(`4. Resume, resume() -> the provider's new turn, same samples:`);
+    log(
+      `   p50 ${rs.p50.toFixed(1)} ms   p95 ${rs.p95.toFixed(1)} ms   to the bare round trip ${describeSpread(resumeSpread)}`,
+    );
+
+    log(
+      `10. Agent loop against a zero-latency fake model, wall time per step (model call + tool call), ` +
+        `${loopSamples} runs per round, ours against @temporalio/ai-sdk 1.23.0 on the same server:`,
+    );
+    const agentLoop: Record<string, LoopFigure> = {};
+    for (const [steps, loop] of loops) {
+      const ours = percentiles(loop.ours);
+      const theirs = percentiles(loop.peer);
+      const bare = percentiles(loop.bare);
+      const ratio = spread(loop.ratio, { atMost: 0.8 });
+      const bytesRatio = spread([loop.oursBytes / loop.peerBytes], { atMost: 0.5 });
+      agentLoop[steps] = {
+        ours_per_step_ms: { p50: round(ours.p50), p90: round(ours.p90) },
+        peer_per_step_ms: { p50: round(theirs.p50), p90: round(theirs.p90) },
+        bare_per_step_ms: { p50: round(bare.p50), p90: round(bare.p90) },
+        per_step_ratio: ratio,
+        ours_history_bytes_per_step: Math.round(loop.oursBytes / steps),
+        peer_history_bytes_per_step: Math.round(loop.peerBytes / steps),
+        history_bytes_ratio: bytesRatio,
+      };
+      log(
+        `   ${String(steps).padStart(2)} steps: ours p50 ${ours.p50.toFixed(1)} ms (p90 ${ours.p90.toFixed(1)})   ` +
+          `peer p50 ${theirs.p50.toFixed(1)} ms (p90 ${theirs.p90.toFixed(1)})   ` +
+          `bare p50 ${bare.p50.toFixed(1)} ms (p90 ${bare.p90.toFixed(1)})   ours/peer ${describeSpread(ratio)}`,
+      );
+      log(
+        `            history bytes per step: ours ${Math.round(loop.oursBytes / steps)}   peer ${Math.round(loop.peerBytes / steps)}   ` +
+          `ratio ${bytesRatio.median.toFixed(3)}   goal <= 0.5: ${bytesRatio.met ? 'met' : 'NOT met'}`,
+      );
+    }
+    results.agent_loop = agentLoop;
+    const each = (pick: (figure: LoopFigure) => Spread) =>
+      Object.fromEntries(Object.entries(agentLoop).map(([steps, figure]) => [steps, pick(figure)]));
+    results.peer = {
+      package: '@temporalio/ai-sdk',
+      version: '1.23.0',
+      per_step_ratio: each((figure) => figure.per_step_ratio),
+      history_bytes_ratio: each((figure) => figure.history_bytes_ratio),
+    };
+  }
+
+  /**
+   * 5. History bytes per model call of an LLM child that keeps calling a tool: small outputs (a
+   * directory listing), and 200 KiB ones (a file read), offloaded to the payload store.
+   */
+  async historyPerCall(small: string, big: string): Promise<void> {
+    const perCall: Record<string, number> = {};
+    const perCallBig: Record<string, number> = {};
+    for (const calls of [10, 50, 200]) {
+      perCall[calls] = (await this.toolLoop(small, calls)).bytesPerCall;
+      perCallBig[calls] = (await this.toolLoop(big, calls, 'read_file', { path: BIG_FILE })).bytesPerCall;
+    }
+    results.history_bytes_per_call = { ...perCall, big_outputs_200_kib: perCallBig };
+    log(`5. History bytes per model call (model call + tool call per step, fake model server):`);
+    log(`   10 calls ${perCall[10]}   50 calls ${perCall[50]}   200 calls ${perCall[200]}   goal: flat`);
+    log(
+      `   200 KiB tool outputs, offloaded: 10 calls ${perCallBig[10]}   50 calls ${perCallBig[50]}   ` +
+        `200 calls ${perCallBig[200]}   goal: under 2,048`,
+    );
+  }
+
+  /** 9. One turn of 1,000 model calls, each tool output 200 KiB. */
+  async longTurn(provider: string) {
+    const { bytes, runs, ms, bytesPerCall } = await this.toolLoop(provider, LONG_TURN_CALLS, 'read_file', {
       path: BIG_FILE,
     });
     log(
@@ -308,229 +494,111 @@ async function main(): Promise<void> {
     );
     log(
       `   history ${(bytes / 1024 / 1024).toFixed(2)} MB over ${runs} runs (${bytesPerCall} bytes per call), ` +
-        `${seconds.toFixed(1)} s   goal: under 10 MB`,
+        `${(ms / 1000).toFixed(1)} s   goal: under 10 MB`,
     );
     return {
       calls: LONG_TURN_CALLS,
       history_bytes: bytes,
       runs,
-      seconds: round(seconds),
+      seconds: round(ms / 1000),
       bytes_per_call: bytesPerCall,
     };
-  };
-
-  // `--long-turn`: only section 9.
-  if (process.argv.includes('--long-turn')) {
-    await subagentWorker.runUntil(() => baselineWorker.runUntil(async () => (results.long_turn = await longTurn())));
-    await Promise.all([temporal.close(), fake.close()]);
-    if (json) console.log(JSON.stringify(results));
-    return;
   }
+}
 
-  // `--observers`: only section 8.
-  if (process.argv.includes('--observers')) {
-    await subagentWorker.runUntil(() =>
-      baselineWorker.runUntil(() => observers(temporal.address, temporal.devServer?.pid, service, timing, results)),
-    );
-    await Promise.all([temporal.close(), fake.close()]);
-    if (json) console.log(JSON.stringify(results));
-    return;
-  }
-
-  await subagentWorker.runUntil(() =>
-    baselineWorker.runUntil(async () => {
-      // 1. Delegation latency, interleaved so drift in the machine's load hits both sides alike.
-      const warmup = quick ? 5 : 10;
-      const rounds = quick ? 20 : 50;
-      for (let i = 0; i < warmup; i++) {
-        await (await facadeOnce()).run.dispose();
-        await baselineOnce();
-        await baselineOnce(true);
-      }
-      const facade: number[] = [];
-      const baseline: number[] = [];
-      const eagerBaseline: number[] = [];
-      for (let i = 0; i < rounds; i++) {
-        const { elapsed, run } = await facadeOnce();
-        facade.push(elapsed);
-        await run.dispose();
-        baseline.push(await baselineOnce());
-        eagerBaseline.push(await baselineOnce(true));
-      }
-      const f = stats(facade);
-      const b = stats(baseline);
-      const e = stats(eagerBaseline);
-      results.latency = { facade_p50_ms: round(f.p50), baseline_p50_ms: round(b.p50), ratio: round(f.p50 / b.p50, 3) };
-      log(`1. Delegation latency, start -> result, ${rounds} runs each (after ${warmup} warm-up):`);
-      log(`   facade (no-op provider, eager start)      p50 ${f.p50.toFixed(1)} ms   p95 ${f.p95.toFixed(1)} ms`);
-      log(`   bare workflow + 1 activity                p50 ${b.p50.toFixed(1)} ms   p95 ${b.p95.toFixed(1)} ms`);
-      log(`   bare workflow + 1 activity, eager start   p50 ${e.p50.toFixed(1)} ms   p95 ${e.p95.toFixed(1)} ms`);
-      log(
-        `   ratio (p50) to the bare workflow          ${(f.p50 / b.p50).toFixed(3)}   goal <= 1.15   (to the eager one: ${(f.p50 / e.p50).toFixed(3)})`,
-      );
-
-      // 2. Throughput: N delegations, 100 at a time, completions per second.
-      const total = quick ? 300 : 1000;
-      const concurrency = 100;
-      const pool = async (one: () => Promise<void>) => {
-        let next = 0;
-        const started = performance.now();
-        await Promise.all(
-          Array.from({ length: concurrency }, async () => {
-            while (next++ < total) await one();
-          }),
-        );
-        return total / ((performance.now() - started) / 1000);
-      };
-      const disposals: Promise<void>[] = [];
-      const facadeRate = await pool(async () => {
-        const { run } = await facadeOnce('noop-closing');
-        disposals.push(run.dispose());
-      });
-      await Promise.all(disposals);
-      const baselineRate = await pool(async () => {
-        await baselineOnce();
-      });
-      results.throughput = {
-        facade_per_s: round(facadeRate),
-        baseline_per_s: round(baselineRate),
-        ratio: round(facadeRate / baselineRate, 3),
-      };
-      log(`2. Throughput, ${total} delegations at concurrency ${concurrency}:`);
-      log(
-        `   facade ${facadeRate.toFixed(1)}/s   bare workflow ${baselineRate.toFixed(1)}/s   ratio ${(facadeRate / baselineRate).toFixed(3)}   goal >= 0.85`,
-      );
-
-      // 3. Steering: a message sent during a turn -> the provider's next turn starts with it,
-      //    counted from when the turn ended (or from the send, if that came later).
-      // 4. Resume: resume() -> the provider starts the new segment's turn.
-      const samples = quick ? 10 : 30;
-      const steering: number[] = [];
-      const resume: number[] = [];
-      for (let i = 0; i < samples; i++) {
-        const script = [{ delayMs: 150, reply: 'a' }, { reply: 'b' }, { reply: 'c' }];
-        const run = service.start('timed', { prompt: text('steer me'), parent, agentOptions: { script } });
-        await timing.at(run.id, 'turn-start', 0);
-        const sent = performance.now();
-        run.sendMessage!(text('steering'));
-        const seen = await timing.at(run.id, 'turn-start', 1);
-        steering.push(seen - Math.max(sent, await timing.at(run.id, 'turn-end', 0)));
-        await run.result;
-        const resumedAt = performance.now();
-        const resumed = run.resume!(text('again'));
-        resume.push((await timing.at(run.id, 'turn-start', 2)) - resumedAt);
-        await resumed.result;
-        await resumed.dispose();
-      }
-      const s = stats(steering);
-      const r = stats(resume);
-      results.steering_p50_ms = round(s.p50);
-      results.resume_p50_ms = round(r.p50);
-      log(
-        `3. Steering, turn boundary -> the provider's next turn with the message, ${samples} samples: p50 ${s.p50.toFixed(1)} ms   p95 ${s.p95.toFixed(1)} ms   goal p50 <= 100`,
-      );
-      log(
-        `4. Resume, resume() -> the provider's new turn, ${samples} samples:       p50 ${r.p50.toFixed(1)} ms   p95 ${r.p95.toFixed(1)} ms   goal p50 <= 150`,
-      );
-
-      // 5. History bytes per model call of an LLM child that keeps calling a tool: small outputs
-      // (a directory listing), and 200 KiB ones (a file read), offloaded to the payload store.
-      const perTurn: Record<string, number> = {};
-      const perTurnBig: Record<string, number> = {};
-      for (const calls of [10, 50, 200]) {
-        perTurn[String(calls)] = (await toolLoop(spawn.name, calls, 'list_directory', {})).bytesPerCall;
-        perTurnBig[String(calls)] = (
-          await toolLoop(bigOutputs.name, calls, 'read_file', { path: BIG_FILE })
-        ).bytesPerCall;
-      }
-      results.history_bytes_per_turn = { ...perTurn, big_outputs_200_kib: perTurnBig };
-      log(`5. History bytes per model call (model call + tool call per step, fake model server):`);
-      log(`   10 calls ${perTurn['10']}   50 calls ${perTurn['50']}   200 calls ${perTurn['200']}   goal: flat`);
-      log(
-        `   200 KiB tool outputs, offloaded: 10 calls ${perTurnBig['10']}   50 calls ${perTurnBig['50']}   ` +
-          `200 calls ${perTurnBig['200']}   goal: under 2,048`,
-      );
-
-      // 9. One turn of 1,000 model calls reading 200 KiB each (the full run only).
-      if (!quick) results.long_turn = await longTurn();
-
-      // 8. Observers: 1,000 waiters on one run from 5 connections, by each way of waiting.
-      await observers(temporal.address, temporal.devServer?.pid, service, timing, results);
-    }),
-  );
-
-  // 6 and 7 run workers as processes of their own, to measure and to kill them.
-  const address = temporal.address;
+/** Figures 6 and 7 run workers as processes of their own, to measure and to kill them. */
+async function workerProcesses(address: string) {
   const bundlePath = join(mkdtempSync(join(tmpdir(), 'subagent-bench-')), 'bundle.js');
   writeFileSync(bundlePath, (await bundleSubagentWorkflows()).code);
-  const workerEnv = (name: string, eventsFile: string, extra: Record<string, string> = {}) => ({
-    TEMPORAL_TEST_ADDRESS: address,
-    TEMPORAL_TEST_BUNDLE: bundlePath,
-    PROVIDER_NAME: name,
-    EVENTS_FILE: eventsFile,
-    ...extra,
-  });
-  const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+  return (name: string, eventsFile: string, extra: Record<string, string> = {}) =>
+    spawnWorkerProcess({
+      TEMPORAL_TEST_ADDRESS: address,
+      TEMPORAL_TEST_BUNDLE: bundlePath,
+      PROVIDER_NAME: name,
+      EVENTS_FILE: eventsFile,
+      ...extra,
+    });
+}
 
-  // 6. Worker memory with 1,000 parked runs, against none, with a bounded workflow cache.
-  const parkedName = 'parked';
-  service.registerProvider({
-    ...noop(parkedName, true),
-    capabilities: { outputSchema: false, depthLimit: false, toolFilter: false },
-  });
-  const memoryFile = join(mkdtempSync(join(tmpdir(), 'subagent-bench-')), 'memory.json');
-  const parkedWorker = await spawnWorkerProcess(
-    workerEnv(parkedName, '/dev/null', {
-      WORKER_MAX_CACHED: '100',
+const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+
+/** The worker settings figure 6 compares: the workflow cache, and glibc's malloc arenas (Dockerfile). */
+const MEMORY_SETTINGS: { label: string; env: Record<string, string> }[] = [
+  { label: 'cache 100', env: { WORKER_MAX_CACHED: '100' } },
+  { label: 'cache 100, MALLOC_ARENA_MAX=2', env: { WORKER_MAX_CACHED: '100', MALLOC_ARENA_MAX: '2' } },
+  { label: 'cache 20, MALLOC_ARENA_MAX=2', env: { WORKER_MAX_CACHED: '20', MALLOC_ARENA_MAX: '2' } },
+];
+
+/**
+ * 6. Worker memory: the resident set of a worker process with none, 100 and 1,000 runs parked
+ * (each batch of 100 started at once), under each of MEMORY_SETTINGS.
+ */
+async function memory(address: string, service: TemporalSubagentService): Promise<void> {
+  const spawnWorker = await workerProcesses(address);
+  log(`6. Worker memory, resident set with none / 100 / 1,000 runs parked, and the heap after a full GC:`);
+  const figures: Record<string, unknown> = {};
+  for (const [i, { label, env }] of MEMORY_SETTINGS.entries()) {
+    const name = `parked-${i}`;
+    service.registerProvider(noop(name, true));
+    const memoryFile = join(mkdtempSync(join(tmpdir(), 'subagent-bench-')), 'memory.json');
+    const worker = await spawnWorker(name, '/dev/null', {
+      ...env,
       MEMORY_FILE: memoryFile,
       NODE_OPTIONS: '--expose-gc',
-    }),
-  );
-  const heapMb = () => (JSON.parse(readFileSync(memoryFile, 'utf8')) as { heapUsed: number }).heapUsed / 2 ** 20;
-  const warm = await Promise.all(
-    Array.from({ length: 20 }, () => service.start(parkedName, { prompt: text('warm'), parent })),
-  );
-  await Promise.all(warm.map((run) => run.result));
-  await Promise.all(warm.map((run) => run.dispose()));
-  await sleep(2000);
-  const rss: number[] = [rssMb(parkedWorker.child.pid!)];
-  const heap: number[] = [heapMb()];
-  for (let batch = 0; batch < 10; batch++) {
-    const runs = Array.from({ length: 100 }, () => service.start(parkedName, { prompt: text('park'), parent }));
-    await Promise.all(runs.map((run) => run.result));
-    if (batch === 0 || batch === 9) {
-      await sleep(2000);
-      rss.push(rssMb(parkedWorker.child.pid!));
-      heap.push(heapMb());
+    });
+    const heapMb = () => (JSON.parse(readFileSync(memoryFile, 'utf8')) as { heapUsed: number }).heapUsed / 2 ** 20;
+    const park = async (count: number) => {
+      const runs = Array.from({ length: count }, () => service.start(name, { prompt: text('park'), parent }));
+      await Promise.all(runs.map((run) => run.result));
+      return runs;
+    };
+    // Warm: the worker has run (and forgotten) some runs before the first reading.
+    await Promise.all((await park(20)).map((run) => run.dispose()));
+    await sleep(2000);
+    const rss: number[] = [rssMb(worker.child.pid!)];
+    const heap: number[] = [heapMb()];
+    for (let batch = 0; batch < 10; batch++) {
+      await park(100);
+      if (batch === 0 || batch === 9) {
+        await sleep(2000);
+        rss.push(rssMb(worker.child.pid!));
+        heap.push(heapMb());
+      }
     }
+    // The parked runs stay parked: the in-memory server goes away with the bench.
+    await worker.kill();
+    const [idle, hundred, thousand] = rss as [number, number, number];
+    const growth = thousand - idle;
+    figures[label] = {
+      rss: { parked_0: round(idle), parked_100: round(hundred), parked_1000: round(thousand) },
+      rss_growth: round(growth),
+      goal: '<= 20',
+      met: growth <= 20,
+      heap_after_gc: { parked_0: round(heap[0]!), parked_100: round(heap[1]!), parked_1000: round(heap[2]!) },
+    };
+    log(
+      `   ${label.padEnd(31)} ${idle.toFixed(1)} / ${hundred.toFixed(1)} / ${thousand.toFixed(1)} MB   ` +
+        `growth ${growth.toFixed(1)} MB (goal <= 20: ${growth <= 20 ? 'met' : 'NOT met'})   ` +
+        `heap ${heap.map((mb) => mb.toFixed(1)).join(' / ')} MB`,
+    );
   }
-  const [rssIdle, rssCacheFull, rssParked] = rss as [number, number, number];
-  const [heapIdle, heapCacheFull, heapParked] = heap as [number, number, number];
-  results.worker_rss_mb = { parked_0: round(rssIdle), parked_1000: round(rssParked) };
-  log(`6. Worker memory, workflow cache of 100 (none parked / 100 parked, cache full / 1,000 parked):`);
-  log(`   resident set ${rssIdle.toFixed(1)} / ${rssCacheFull.toFixed(1)} / ${rssParked.toFixed(1)} MB`);
-  log(
-    `   heap after a full GC ${heapIdle.toFixed(1)} / ${heapCacheFull.toFixed(1)} / ${heapParked.toFixed(1)} MB   goal: the 900 evicted cost nothing`,
-  );
-  // The parked runs stay parked: the in-memory server goes away with the bench.
-  await parkedWorker.kill();
+  results.worker_memory_mb = figures;
+}
 
-  // 7. Recovery: a worker SIGKILLed mid-turn -> the run completes on another worker.
-  const heartbeatTimeoutS = 5;
-  const recoveryName = 'recovery';
+/** 7. Recovery: a worker SIGKILLed mid-turn -> the run completes on another worker, every round. */
+async function recovery(address: string, service: TemporalSubagentService): Promise<void> {
+  const spawnWorker = await workerProcesses(address);
+  const name = 'recovery';
   service.registerProvider({
-    ...noop(recoveryName, false),
-    runSettings: { heartbeatTimeout: `${heartbeatTimeoutS} seconds`, retry: { initialInterval: '100 ms' } },
+    ...noop(name, false),
+    runSettings: { heartbeatTimeout: `${HEARTBEAT_TIMEOUT_S} seconds`, retry: { initialInterval: '100 ms' } },
   });
   const eventsFile = join(mkdtempSync(join(tmpdir(), 'subagent-bench-')), 'events.jsonl');
   writeFileSync(eventsFile, '');
-  const workers = [
-    await spawnWorkerProcess(workerEnv(recoveryName, eventsFile)),
-    await spawnWorkerProcess(workerEnv(recoveryName, eventsFile)),
-  ];
-  const recoveries: number[] = [];
-  for (let sample = 0; sample < (quick ? 1 : 3); sample++) {
-    const run = service.start(recoveryName, {
+  const workers = [await spawnWorker(name, eventsFile), await spawnWorker(name, eventsFile)];
+  const seconds: number[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const run = service.start(name, {
       prompt: text('survive'),
       parent,
       agentOptions: { script: [{ stallFirstAttemptMs: 60_000 }] },
@@ -538,31 +606,28 @@ async function main(): Promise<void> {
     let owner: number | undefined;
     while (owner === undefined) {
       await sleep(20);
-      const line = readFileSync(eventsFile, 'utf8')
+      const started = readFileSync(eventsFile, 'utf8')
         .split('\n')
         .filter(Boolean)
-        .map((l) => JSON.parse(l))
-        .find((e) => e.runId === run.id && e.kind === 'turn-start');
-      owner = line?.pid;
+        .map((line) => JSON.parse(line) as { runId: string; kind: string; pid: number })
+        .find((event) => event.runId === run.id && event.kind === 'turn-start');
+      owner = started?.pid;
     }
     const victim = workers.findIndex((worker) => worker.child.pid === owner);
     const killedAt = performance.now();
     await workers[victim]!.kill('SIGKILL');
     await run.result;
-    recoveries.push((performance.now() - killedAt) / 1000);
-    workers[victim] = await spawnWorkerProcess(workerEnv(recoveryName, eventsFile));
+    seconds.push((performance.now() - killedAt) / 1000);
+    workers[victim] = await spawnWorker(name, eventsFile);
   }
-  const recovery = stats(recoveries).p50;
-  results.recovery_s = round(recovery, 2);
-  results.heartbeat_timeout_s = heartbeatTimeoutS;
+  const figure = spread(seconds, { atMost: HEARTBEAT_TIMEOUT_S + 2 }, 2);
+  results.recovery_s = figure;
+  results.heartbeat_timeout_s = HEARTBEAT_TIMEOUT_S;
   log(
-    `7. Recovery, worker SIGKILL -> the run completes on another worker: ${recovery.toFixed(2)} s (heartbeat timeout ${heartbeatTimeoutS} s)`,
+    `7. Recovery, worker SIGKILL mid-turn -> the run completes on another worker (heartbeat timeout ${HEARTBEAT_TIMEOUT_S} s):`,
   );
+  log(`   ${describeSpread(figure)} s`);
   await Promise.all(workers.map((worker) => worker.kill()));
-
-  await temporal.close();
-  await fake.close();
-  if (json) console.log(JSON.stringify(results));
 }
 
 main().catch((err) => {
