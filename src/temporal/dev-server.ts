@@ -44,12 +44,25 @@ export interface DevServer {
   stop(graceMs?: number): Promise<void>;
 }
 
+/**
+ * History task queues read as soon as they have work. The server reads each shard's transfer and
+ * timer queues at most 20 times a second by default: past a short burst, every workflow task of a
+ * run waited about 50 ms to be dispatched (an agent step, two of them, 100 ms), on the dev server's
+ * one shard as on a cluster's many. The dev server, `npm run cluster` and docker-compose.yml
+ * (deploy/temporal-dynamic-config.yaml) all set it.
+ */
+export const HISTORY_QUEUE_SETTINGS: Readonly<Record<string, number>> = {
+  'history.transferProcessorMaxPollRPS': 1000,
+  'history.timerProcessorMaxPollRPS': 1000,
+};
+
 /** Dynamic config the project relies on: updates for results and resume, eager dispatch for latency. */
 const DEFAULT_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
   'frontend.enableUpdateWorkflowExecution': true,
   'frontend.enableUpdateWorkflowExecutionAsyncAccepted': true,
   'system.enableEagerWorkflowStart': true,
   'system.enableActivityEagerExecution': true,
+  ...HISTORY_QUEUE_SETTINGS,
 };
 
 /**

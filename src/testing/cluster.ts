@@ -10,7 +10,7 @@ import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
-import { freePort } from '../temporal/dev-server';
+import { HISTORY_QUEUE_SETTINGS, freePort } from '../temporal/dev-server';
 import { ensureSearchAttributes } from '../temporal/search-attributes';
 import { type PostgresServer, startPostgres } from './postgres';
 
@@ -184,11 +184,13 @@ export async function startCluster(options: ClusterOptions): Promise<TemporalClu
     );
   }
   writeFileSync(portsFile, JSON.stringify({ postgres: postgres.port, instances: Object.fromEntries(ports) }, null, 2));
+  const dynamicConfig = resolve(dir, 'config', 'dynamic-config.yaml');
+  writeFileSync(dynamicConfig, dynamicConfigYaml(HISTORY_QUEUE_SETTINGS));
   const frontend = ports.get('frontend')!;
   for (const [instance, service] of instances) {
     writeFileSync(
       join(dir, 'config', `${instance}.yaml`),
-      serverConfig(postgres.port, service, ports.get(instance)!, ports, frontend.grpc),
+      serverConfig(postgres.port, service, ports.get(instance)!, ports, frontend.grpc, dynamicConfig),
     );
   }
 
@@ -254,6 +256,7 @@ function serverConfig(
   own: InstancePorts,
   all: Map<string, InstancePorts>,
   frontendPort: number,
+  dynamicConfig: string,
 ): string {
   const datastore = (database: string, maxConns: number) => `
       sql:
@@ -276,8 +279,12 @@ function serverConfig(
       bindOnLocalHost: true${ports.http ? `\n      httpPort: ${ports.http}` : ''}`;
   const portsOf = (name: ClusterServiceName) =>
     name === service ? own : [...all.entries()].find(([instance]) => instance.split('-')[0] === name)![1];
-  // No dynamic configuration file: every setting is the server's default (stock).
+  // Dynamic configuration: the server's defaults but for the history queues' poll rates.
   return `# Written by the cluster launcher (src/testing/cluster.ts) for the ${service} service.
+dynamicConfigClient:
+  filepath: "${dynamicConfig}"
+  pollInterval: "60s"
+
 log:
   stdout: true
   level: warn
@@ -384,4 +391,11 @@ async function registerNamespace(address: string, namespace: string, check: () =
       await connection?.close();
     }
   }
+}
+
+/** A dynamic configuration file setting each key to one value for every namespace and task queue. */
+export function dynamicConfigYaml(settings: Readonly<Record<string, unknown>>): string {
+  return Object.entries(settings)
+    .map(([key, value]) => `${key}:\n  - value: ${JSON.stringify(value)}\n`)
+    .join('');
 }

@@ -3,7 +3,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { CLUSTER_HISTORY_SHARDS, TEMPORAL_SERVER_VERSION } from '../../src/testing/cluster';
+import { CLUSTER_HISTORY_SHARDS, TEMPORAL_SERVER_VERSION, dynamicConfigYaml } from '../../src/testing/cluster';
+import { HISTORY_QUEUE_SETTINGS } from '../../src/temporal/dev-server';
 
 const ROOT = join(__dirname, '..', '..');
 const COMPOSE_PATH = join(ROOT, 'docker-compose.yml');
@@ -25,6 +26,7 @@ interface ComposeService {
   ports?: Array<string | number | PortObject>;
   environment?: string[] | Record<string, string | number | boolean | null>;
   healthcheck?: { test?: unknown; disable?: boolean };
+  volumes?: string[];
   network_mode?: string;
 }
 
@@ -239,7 +241,12 @@ describe('docker-compose.yml', () => {
       NUM_HISTORY_SHARDS: String(CLUSTER_HISTORY_SHARDS),
       DEFAULT_NAMESPACE_RETENTION: '24h',
     });
-    expect(environment(services.temporal!)).not.toHaveProperty('DYNAMIC_CONFIG_FILE_PATH');
+    // The dynamic configuration the cluster launcher writes, mounted where the variable points.
+    const mounted = 'config/dynamicconfig/subagents.yaml';
+    expect(environment(services.temporal!)).toMatchObject({ DYNAMIC_CONFIG_FILE_PATH: mounted });
+    expect(services.temporal!.volumes).toContain(`./deploy/temporal-dynamic-config.yaml:/etc/temporal/${mounted}:ro`);
+    const file = parse(readFileSync(join(ROOT, 'deploy', 'temporal-dynamic-config.yaml'), 'utf8')) as unknown;
+    expect(file).toEqual(parse(dynamicConfigYaml(HISTORY_QUEUE_SETTINGS)));
   });
 
   it('points the worker at the temporal service and the default namespace', () => {

@@ -12,6 +12,8 @@ const SHIPPED = ['src', 'workflows', 'activities', 'bench', 'scripts'];
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
+    // A package's own dependencies (the benchmark's peer has some) are not the project's files.
+    if (name === 'node_modules') return [];
     if (statSync(path).isDirectory()) return sourceFiles(path);
     return path.endsWith('.ts') ? [path] : [];
   });
