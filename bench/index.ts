@@ -276,7 +276,7 @@ class Bench {
     const latencySamples = quick ? 10 : 30;
     const throughputRuns = quick ? 200 : 500;
     const steerSamples = quick ? 5 : 10;
-    const loopSamples = quick ? 2 : 3;
+    const loopSamples = 3;
     // Warm-up: every path once, JIT and connections and caches.
     for (let i = 0; i < 10; i++) {
       await this.facadeOnce();
@@ -450,7 +450,7 @@ class Bench {
       );
       log(
         `            history bytes per step: ours ${Math.round(loop.oursBytes / steps)}   peer ${Math.round(loop.peerBytes / steps)}   ` +
-          `ratio ${bytesRatio.median.toFixed(3)}   goal <= 0.5: ${bytesRatio.met ? 'met' : 'NOT met'}`,
+          `ratio ${bytesRatio.median.toFixed(3)}   goal <= 0.5: ${bytesRatio.verdict}`,
       );
     }
     results.agent_loop = agentLoop;
@@ -524,9 +524,9 @@ const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/
 
 /** The worker settings figure 6 compares: the workflow cache, and glibc's malloc arenas (Dockerfile). */
 const MEMORY_SETTINGS: { label: string; env: Record<string, string> }[] = [
-  { label: 'cache 100', env: { WORKER_MAX_CACHED: '100' } },
-  { label: 'cache 100, MALLOC_ARENA_MAX=2', env: { WORKER_MAX_CACHED: '100', MALLOC_ARENA_MAX: '2' } },
-  { label: 'cache 20, MALLOC_ARENA_MAX=2', env: { WORKER_MAX_CACHED: '20', MALLOC_ARENA_MAX: '2' } },
+  { label: 'cache 100', env: { SUBAGENT_WORKER_CACHED_RUNS: '100' } },
+  { label: 'cache 100, MALLOC_ARENA_MAX=2', env: { SUBAGENT_WORKER_CACHED_RUNS: '100', MALLOC_ARENA_MAX: '2' } },
+  { label: 'cache 20, MALLOC_ARENA_MAX=2', env: { SUBAGENT_WORKER_CACHED_RUNS: '20', MALLOC_ARENA_MAX: '2' } },
 ];
 
 /**

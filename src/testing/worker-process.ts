@@ -3,14 +3,16 @@
 // TEMPORAL_TEST_BUNDLE and hosts, under PROVIDER_NAME, the `scripted` test double (appending every
 // turn event to EVENTS_FILE synchronously, so an event is on disk before the process can be
 // killed), with PROVIDER_KIND=spawn the spawn provider against OPENAI_BASE_URL, or with
-// PROVIDER_KIND=acp the acp provider running ACP_COMMAND (a JSON argv). WORKER_MAX_CACHED caps its
-// workflow cache; MEMORY_FILE receives its memory use twice a second. Prints "ready".
+// PROVIDER_KIND=acp the acp provider running ACP_COMMAND (a JSON argv). SUBAGENT_WORKER_CACHED_RUNS
+// caps its workflow cache, as for the standalone worker; MEMORY_FILE receives its memory use twice
+// a second. Prints "ready".
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { createAcpProvider } from '../providers/acp';
 import { createSpawnProvider } from '../providers/llm';
 import { createSubagentWorker } from '../worker/worker';
 import { createScriptedProvider } from '../providers/scripted';
+import { workerCachedRunsFromEnv } from '../temporal/config';
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
@@ -39,14 +41,13 @@ async function main(): Promise<void> {
                 `${JSON.stringify({ ...event, pid: process.pid, host: process.env.HOST_NAME })}\n`,
               ),
           });
+  const cachedRuns = workerCachedRunsFromEnv();
   const worker = await createSubagentWorker({
     connection,
     providers: [provider],
     workflowBundle: { codePath: TEMPORAL_TEST_BUNDLE! },
     heartbeatIntervalMs: 200,
-    ...(process.env.WORKER_MAX_CACHED
-      ? { workerOptions: { maxCachedWorkflows: Number(process.env.WORKER_MAX_CACHED) } }
-      : {}),
+    ...(cachedRuns === undefined ? {} : { workerOptions: { maxCachedWorkflows: cachedRuns } }),
   });
   const running = worker.run();
   if (process.env.MEMORY_FILE) {

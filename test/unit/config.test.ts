@@ -4,6 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectClient, temporalSettingsFromEnv } from '../../src';
+import { workerCachedRunsFromEnv } from '../../src/temporal/config';
 
 describe('temporalSettingsFromEnv', () => {
   it('means the embedded server when TEMPORAL_ADDRESS is unset', () => {
@@ -109,5 +110,23 @@ describe('connectClient', () => {
       code: 'UNAVAILABLE',
       message: expect.stringContaining('cannot reach the Temporal server at 127.0.0.1:1'),
     });
+  });
+});
+
+describe('workerCachedRunsFromEnv', () => {
+  it("is the SDK's default when unset or empty", () => {
+    expect(workerCachedRunsFromEnv({})).toBeUndefined();
+    expect(workerCachedRunsFromEnv({ SUBAGENT_WORKER_CACHED_RUNS: ' ' })).toBeUndefined();
+  });
+
+  it('reads a number of runs, 0 turning the cache off', () => {
+    expect(workerCachedRunsFromEnv({ SUBAGENT_WORKER_CACHED_RUNS: '100' })).toBe(100);
+    expect(workerCachedRunsFromEnv({ SUBAGENT_WORKER_CACHED_RUNS: '0' })).toBe(0);
+  });
+
+  it.each(['1', '-5', '2.5', 'many'])('refuses %s with INVALID_CONFIG', (value) => {
+    expect(() => workerCachedRunsFromEnv({ SUBAGENT_WORKER_CACHED_RUNS: value })).toThrow(
+      expect.objectContaining({ code: 'INVALID_CONFIG' }),
+    );
   });
 });
