@@ -121,6 +121,13 @@ export function createActivityHost(deps: ActivityDependencies): ActivityHost {
           const results = cache.toolResultsFor(runId, tail.toolResultIds);
           if (results) local.push({ kind: 'tool', results });
         }
+        // Messages the workflow told this worker of as it appended them (a sink).
+        const executionRunId = Context.current().info.workflowExecution?.runId;
+        while (executionRunId && local.length < length) {
+          const entry = cache.takeUserEntry(executionRunId, ref.length + local.length);
+          if (!entry) break;
+          local.push(entry);
+        }
         if (request && before.entries.length === seed.length && local.length === 0 && length === 1) {
           local.push({ kind: 'user', content: request.prompt });
         }

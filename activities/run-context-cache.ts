@@ -12,10 +12,15 @@ export interface CachedRunContext {
 
 /** Tool results kept for the next model call, at most: each is taken by the call that follows it. */
 const MAX_TOOL_RESULTS = 1024;
+/** User messages kept for the next activity, at most, over all runs: their JSON's length in all. */
+const MAX_USER_ENTRY_CHARS = 16 * 1024 * 1024;
 
 export class RunContextCache {
   private readonly runs = new Map<string, CachedRunContext>();
   private readonly toolResults = new Map<string, ToolResultBlock>();
+  /** By workflow run (a reset or a continue-as-new is a run of its own) and conversation position. */
+  private readonly userEntries = new Map<string, { entry: TranscriptEntry; chars: number }>();
+  private userEntryChars = 0;
 
   constructor(private readonly maxRuns = 256) {}
 
@@ -34,6 +39,37 @@ export class RunContextCache {
   /** Forgets results a model call has sent: it cached the conversation they are now part of. */
   dropToolResults(runId: string, resultIds: readonly string[]): void {
     for (const id of resultIds) this.toolResults.delete(`${runId}/${id}`);
+  }
+
+  /**
+   * Keeps user messages the workflow run `executionRunId` appended at `position` of its
+   * conversation (told through a sink as it appended them), for the activity that sends them.
+   */
+  putUserEntries(executionRunId: string, position: number, entries: readonly TranscriptEntry[]): void {
+    entries.forEach((entry, i) => {
+      const chars = JSON.stringify(entry).length;
+      // One too large for the cache is read from the workflow instead.
+      if (chars > MAX_USER_ENTRY_CHARS) return;
+      this.dropUserEntry(`${executionRunId}@${position + i}`);
+      this.userEntries.set(`${executionRunId}@${position + i}`, { entry, chars });
+      this.userEntryChars += chars;
+    });
+    while (this.userEntryChars > MAX_USER_ENTRY_CHARS) this.dropUserEntry(this.userEntries.keys().next().value!);
+  }
+
+  /** The user message at `position` of the workflow run's conversation, taken out of the cache. */
+  takeUserEntry(executionRunId: string, position: number): TranscriptEntry | undefined {
+    const key = `${executionRunId}@${position}`;
+    const kept = this.userEntries.get(key);
+    this.dropUserEntry(key);
+    return kept?.entry;
+  }
+
+  private dropUserEntry(key: string): void {
+    const kept = this.userEntries.get(key);
+    if (!kept) return;
+    this.userEntries.delete(key);
+    this.userEntryChars -= kept.chars;
   }
 
   /** The cached context if it is exactly the conversation `ref` describes, else undefined. */

@@ -24,10 +24,8 @@ const meets = (goal: Goal, value: number) =>
   (goal.atMost === undefined || value <= goal.atMost) && (goal.atLeast === undefined || value >= goal.atLeast);
 
 /**
- * A ratio measured once per round: its median is the figure, min and max its spread. The verdict
- * says whether the goal held in every round (`met`), in none (`not met`), or in some and not in
- * others (`within the noise`: on these machines the rounds straddle the goal, and another run may
- * land on either side of it).
+ * A ratio measured once per round: its median is the figure and decides the verdict; min and max
+ * are its spread, and `rounds_met` counts the rounds in which the goal held on its own.
  */
 export interface Spread {
   median: number;
@@ -35,38 +33,34 @@ export interface Spread {
   max: number;
   rounds: number[];
   goal?: string;
-  verdict?: Verdict;
-  /** In how many of the rounds the goal held. */
+  verdict?: 'met' | 'not met';
   rounds_met?: number;
 }
 
-export type Verdict = 'met' | 'not met' | 'within the noise';
-
 export function spread(rounds: number[], goal?: Goal, digits = 3): Spread {
   const round = (value: number) => Number(value.toFixed(digits));
+  const median = percentiles(rounds).p50;
   const figure: Spread = {
-    median: round(percentiles(rounds).p50),
+    median: round(median),
     min: round(Math.min(...rounds)),
     max: round(Math.max(...rounds)),
     rounds: rounds.map(round),
   };
   if (!goal) return figure;
-  const held = rounds.filter((value) => meets(goal, value)).length;
   return {
     ...figure,
     goal: goal.atMost !== undefined ? `<= ${goal.atMost}` : `>= ${goal.atLeast}`,
-    verdict: held === rounds.length ? 'met' : held === 0 ? 'not met' : 'within the noise',
-    rounds_met: held,
+    verdict: meets(goal, median) ? 'met' : 'not met',
+    rounds_met: rounds.filter((value) => meets(goal, value)).length,
   };
 }
 
-/** `0.912 (0.874-0.951, 5 rounds)   goal >= 0.9: within the noise (met in 3 of 5 rounds)` */
+/** `0.912 (0.874-0.951, 5 rounds)   goal >= 0.9: met (in 3 of 5 rounds)` */
 export function describeSpread(figure: Spread): string {
   const { median, min, max, rounds, goal, verdict, rounds_met } = figure;
   const range = `${median.toFixed(3)} (${min.toFixed(3)}-${max.toFixed(3)}, ${rounds.length} rounds)`;
   if (goal === undefined) return range;
-  const detail = verdict === 'within the noise' ? ` (met in ${rounds_met} of ${rounds.length} rounds)` : '';
-  return `${range}   goal ${goal}: ${verdict}${detail}`;
+  return `${range}   goal ${goal}: ${verdict} (in ${rounds_met} of ${rounds.length} rounds)`;
 }
 
 export const round = (value: number, digits = 1) => Number(value.toFixed(digits));

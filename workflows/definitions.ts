@@ -1,7 +1,7 @@
 // The run workflow's contract with everything outside it: its one input and its result, the state
 // it carries through continue-as-new, and the signals, updates and queries clients and workers
 // send it. Plain data only. The caller's side imports this module, never the workflow's code.
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { type Sinks, defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { RunContextSnapshot } from '../activities/types';
 import type { ContentBlock, JsonValue } from '../src/seam/content';
 import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
@@ -70,6 +70,8 @@ export interface SubagentRunCarry {
   messageIds?: string[];
   /** The outcome of the segment this one resumed, for an observer that missed its settling. */
   previous?: SegmentOutcome;
+  /** The `resumeId` of the resume that began this segment. */
+  resumedBy?: string;
 }
 
 export interface SegmentOutcome {
@@ -135,6 +137,11 @@ export interface SendMessageArgs {
 export interface ResumeArgs {
   fromSegment: number;
   content: ContentBlock[];
+  /**
+   * The caller's id of this resume. The same resume sent again after it began its segment (its
+   * answer lost to a fault, and the run continued as new meanwhile) is answered, not refused.
+   */
+  resumeId?: string;
   /** The caller cancelled before the resume was sent: the new segment settles `aborted` at once. */
   abortedAtStart?: boolean;
   /** The caller disposed the new segment before the resume was sent: it settles `error` at once. */
@@ -185,3 +192,15 @@ export const segmentOutcomeQuery = defineQuery<SegmentOutcomeReply>('segmentOutc
 export const runContextQuery = defineQuery<RunContextSnapshot>('runContext');
 /** The messages waiting for the child, for a provider that takes them mid-turn (ACP). */
 export const pendingMessagesQuery = defineQuery<ContentBlock[][]>('pendingMessages');
+
+/**
+ * What the run workflow tells the worker it runs on, outside history (a sink: never recorded, not
+ * called on replay): the user messages it appends to the conversation, so that an activity this
+ * worker runs next reads them from its cache instead of asking the workflow.
+ */
+export interface SubagentSinks extends Sinks {
+  subagentConversation: {
+    /** `entries` now stand at `position` of the conversation of the workflow run calling. */
+    userEntries(position: number, entries: TranscriptEntry[]): void;
+  };
+}

@@ -153,14 +153,20 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     },
   );
 
+  /** The resume that began this segment, sent again: its caller never heard the answer. */
+  const beganThisSegment = ({ fromSegment, resumeId }: ResumeArgs) =>
+    resumeId !== undefined && resumeId === carried?.resumedBy && fromSegment === segment - 1;
   setHandler(
     resumeUpdate,
     (args) => {
+      if (beganThisSegment(args)) return { segment };
       resumeRequest = args;
       return { segment: segment + 1 };
     },
     {
-      validator: ({ fromSegment, content }) => {
+      validator: (args) => {
+        if (beganThisSegment(args)) return;
+        const { fromSegment, content } = args;
         const refusal = resumeRefusal(fromSegment);
         if (refusal) {
           throw ApplicationFailure.nonRetryable(`cannot resume run ${state.runId}: ${refusal}`, 'NOT_RESUMABLE');
@@ -259,6 +265,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     ...(midSegment ? { midSegment } : {}),
     ...(messageIds.size > 0 ? { messageIds: [...messageIds] } : {}),
     ...(carried?.previous === undefined ? {} : { previous: carried.previous }),
+    ...(carried?.resumedBy === undefined ? {} : { resumedBy: carried.resumedBy }),
   });
 
   /**
@@ -401,6 +408,9 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
         segment: segment + 1,
         previous: outcome,
       };
+      // The next segment remembers the resume that began it, to answer it again if it is sent again.
+      if (resumeRequest.resumeId === undefined) delete next.resumedBy;
+      else next.resumedBy = resumeRequest.resumeId;
       // This outcome rides along for observers that missed it, unless it would not fit.
       if (carryViolation(next)) delete next.previous;
       await continueWith(next, {

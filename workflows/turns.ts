@@ -2,9 +2,17 @@
 // `agent-loop` driver runs each model call and each tool call as an activity of its own, and
 // hands steering messages to the child before every model call. Both keep the conversation in
 // the workflow and send activities a reference to it plus what is new, never the whole of it.
-import { ActivityOptions, CancellationScope, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
+import {
+  ActivityOptions,
+  CancellationScope,
+  isCancellation,
+  patched,
+  proxyActivities,
+  proxySinks,
+} from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { ModelCallResult, ModelToolCall, ToolActivityInput, ToolActivityResult } from '../activities/types';
+import type { SubagentSinks } from './definitions';
 import type { ContentBlock, JsonValue } from '../src/seam/content';
 import { delegationOf } from '../src/seam/delegation';
 import { causeChain } from '../src/seam/errors';
@@ -58,7 +66,14 @@ export function turnRunner(
 ): TurnRunner {
   const activities = proxyActivities<Activities>(options);
   const tools = proxyActivities<ToolActivities>(options);
-  const userEntry = (content: ContentBlock[]): TranscriptEntry => ({ kind: 'user', content });
+  const { subagentConversation } = proxySinks<SubagentSinks>();
+  /** Appends user messages to the conversation, and tells this worker's activities where they stand. */
+  const appendUser = (messages: ContentBlock[][]) => {
+    if (messages.length === 0) return;
+    const entries = messages.map((content): TranscriptEntry => ({ kind: 'user', content }));
+    subagentConversation.userEntries(state.transcript.length, entries);
+    state.transcript.push(...entries);
+  };
 
   /** Where the conversation stands before `length` entries: its length and its last assistant entry. */
   const reference = (length: number) => ({
@@ -69,7 +84,7 @@ export function turnRunner(
   async function providerTurn(turnInput: ContentBlock[][]): Promise<SubagentTurnResult> {
     const transcriptRef = reference(state.transcript.length);
     const turn = state.turn++;
-    state.transcript.push(...turnInput.map(userEntry));
+    appendUser(turnInput);
     try {
       const result = await activities.subagentTurn({
         provider: state.provider,
@@ -83,7 +98,7 @@ export function turnRunner(
         ...(state.providerState === undefined ? {} : { providerState: state.providerState }),
       });
       // Messages the provider took mid-turn came after the turn's input, before its answer.
-      state.transcript.push(...state.pending.splice(0, result.consumedMessages).map(userEntry));
+      appendUser(state.pending.splice(0, result.consumedMessages));
       state.transcript.push({
         kind: 'assistant',
         id: result.outputId,
@@ -106,7 +121,7 @@ export function turnRunner(
     const turn = resumeAt?.turn ?? state.turn++;
     let base = resumeAt?.base ?? state.transcript.length;
     // A carried-on turn goes on as it would have: messages that came meanwhile join before the next call.
-    state.transcript.push(...(resumeAt ? state.pending.splice(0) : turnInput).map(userEntry));
+    appendUser(resumeAt ? state.pending.splice(0) : turnInput);
     const firstStep = resumeAt?.step ?? 0;
     // The ids of the tool results that begin the next call's delta (store-once).
     let toolResultIds: string[] | undefined;
@@ -171,7 +186,7 @@ export function turnRunner(
       });
       // A capture ends the turn: no further model call.
       if (result.structured !== undefined) return turnResult(result);
-      state.transcript.push(...state.pending.splice(0).map(userEntry));
+      appendUser(state.pending.splice(0));
     }
   }
 

@@ -311,6 +311,8 @@ export class RunHandle {
     if (refusal) throw new SubagentError(`cannot resume run ${this.init.runId}: ${refusal}`, 'NOT_RESUMABLE');
     this.resumed = true;
     const fromSegment = outcome!.segment;
+    // Sent again after a fault (the same update id), it is answered by the segment it began.
+    const resumeId = randomUUID();
     const next = new RunHandle(this.context, {
       ...this.init,
       segment: fromSegment + 1,
@@ -318,11 +320,14 @@ export class RunHandle {
         const args = {
           fromSegment,
           content: message,
+          resumeId,
           ...(stopAtStart === 'cancelled' ? { abortedAtStart: true } : {}),
           ...(stopAtStart === 'disposed' ? { disposedAtStart: true } : {}),
         };
         try {
-          await withinDeadline(this.context, () => this.handle.executeUpdate(resumeUpdate, { args: [args] }));
+          await withinDeadline(this.context, () =>
+            this.handle.executeUpdate(resumeUpdate, { args: [args], updateId: `resume-${resumeId}` }),
+          );
           this.wake();
         } catch (err) {
           // NotFound also means closed (its window passed since this handle looked): not resumable.

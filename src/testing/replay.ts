@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
-import { bundleSubagentWorkflows } from '../worker/worker';
+import { bundleSubagentWorkflows, subagentSinks } from '../worker/worker';
 
 /**
  * Replays the history in `file` against the run workflow. Resolves when the code reproduces
@@ -16,5 +16,5 @@ export async function replayHistoryFile(
 ): Promise<void> {
   const history = historyFromJSON(JSON.parse(readFileSync(file, 'utf8')));
   const workflowBundle = options.workflowBundle ?? (await bundleSubagentWorkflows());
-  await Worker.runReplayHistory({ workflowBundle }, history);
+  await Worker.runReplayHistory({ workflowBundle, sinks: subagentSinks() }, history);
 }

@@ -41,4 +41,5 @@ export {
   type SubagentWorkerOptions,
   bundleSubagentWorkflows,
   createSubagentWorker,
+  subagentSinks,
 } from './worker';

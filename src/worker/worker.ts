@@ -5,9 +5,14 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Client } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
-import { NativeConnection, Worker, WorkerOptions, bundleWorkflowCode } from '@temporalio/worker';
+import { type InjectedSinks, NativeConnection, Worker, WorkerOptions, bundleWorkflowCode } from '@temporalio/worker';
 import { RESERVED_ACTIVITY_NAMES, RunContextCache, createActivities } from '../../activities';
-import { pendingMessagesQuery, permissionDecidedSignal, runContextQuery } from '../../workflows/definitions';
+import {
+  type SubagentSinks,
+  pendingMessagesQuery,
+  permissionDecidedSignal,
+  runContextQuery,
+} from '../../workflows/definitions';
 import { TemporalSubagentService } from '../client/service';
 import { defaultTaskQueue } from '../seam/constants';
 import { defaultPayloadLimit, payloadStoreOf, sweepPayloads } from '../temporal/payload-store';
@@ -120,13 +125,14 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
     subagents = new TemporalSubagentService({ client });
     for (const provider of providers.values()) subagents.registerProvider(provider);
   }
+  const cache = new RunContextCache(options.contextCacheSize);
   const activities = createActivities({
     providers,
     delegate: delegateThrough(subagents),
     fetchRunContext: (runId) => client.workflow.getHandle(runId).query(runContextQuery),
     fetchPendingMessages: (runId) => client.workflow.getHandle(runId).query(pendingMessagesQuery),
     recordPermission: (runId, decision) => client.workflow.getHandle(runId).signal(permissionDecidedSignal, decision),
-    cache: new RunContextCache(options.contextCacheSize),
+    cache,
     heartbeatIntervalMs: options.heartbeatIntervalMs,
     cancelGraceMs: options.cancelGraceMs,
     maxPayloadBytes: options.maxPayloadBytes ?? defaultPayloadLimit(options.dataConverter),
@@ -136,6 +142,7 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
   const buildId = buildIdOf(workflowBundle);
   const taskQueues = [...new Set([...providers.values()].map((p) => p.taskQueue ?? defaultTaskQueue(p.name)))];
   const heartbeatThrottle = options.heartbeatIntervalMs ?? 1000;
+  const tracing = options.tracing ? tracingWorkerOptions(options.tracing) : {};
   const workers = await Promise.all(
     taskQueues.map((taskQueue) =>
       Worker.create({
@@ -149,7 +156,7 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
         // Recorded in three events of every step: the SDK's default (its name, version and a
         // whole SHA-256) alone would be a fifth of an agent loop's history.
         ...(buildId ? { buildId } : {}),
-        ...(options.tracing ? tracingWorkerOptions(options.tracing) : {}),
+        ...tracing,
         ...options.workerOptions,
         connection: options.connection,
         namespace,
@@ -157,6 +164,8 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
         ...(options.identity === undefined ? {} : { identity: options.identity }),
         workflowBundle,
         activities,
+        // The tracing exporter's and the caller's sinks beside the run workflow's own.
+        sinks: { ...tracing.sinks, ...options.workerOptions?.sinks, ...subagentSinks(cache) },
         ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
       }),
     ),
@@ -188,6 +197,21 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
       } finally {
         await shutdown();
       }
+    },
+  };
+}
+
+/**
+ * The sinks the run workflow calls (SubagentSinks): the user messages it appends go into the
+ * activities' cache. Without a cache (replaying a history), they go nowhere.
+ */
+export function subagentSinks(cache?: RunContextCache): InjectedSinks<SubagentSinks> {
+  return {
+    subagentConversation: {
+      userEntries: {
+        fn: (info, position, entries) => cache?.putUserEntries(info.runId, position, entries),
+        callDuringReplay: false,
+      },
     },
   };
 }

@@ -3,7 +3,12 @@
 // concurrent runs with their own schemas, the schema snapshot. Each test names its clause.
 import { OutputSchemaError, StructuredOutputSchema, type SubagentProvider, type SubagentRun } from '../../src';
 import { createScriptedProvider, ScriptedTurn, ScriptedTurnEvent } from '../../src/testing';
-import { createStructuredOutputRuntime, hostSeamProvider, STRUCTURED_OUTPUT_INSTRUCTION } from '../../src/worker';
+import {
+  createStructuredOutputRuntime,
+  hostSeamProvider,
+  STRUCTURED_OUTPUT_INSTRUCTION,
+  subagentSinks,
+} from '../../src/worker';
 import { STRUCTURED_OUTPUT_NUDGE } from '../../workflows/definitions';
 import { eventually, newService, testRuns, text, uniqueName } from '../helpers/temporal';
 
@@ -349,7 +354,7 @@ it('replays a run whose history holds a capture to the same result', async () =>
   const { Worker } = await import('@temporalio/worker');
   await expect(
     Worker.runReplayHistory(
-      { workflowBundle: { codePath: process.env.TEMPORAL_TEST_BUNDLE! } },
+      { workflowBundle: { codePath: process.env.TEMPORAL_TEST_BUNDLE! }, sinks: subagentSinks() },
       await handle.fetchHistory(),
     ),
   ).resolves.toBeUndefined();

@@ -1,11 +1,14 @@
 // Idempotent start: a caller key makes starting twice return the same run and never create two
 // workflows, from any process and after the run closed; the same key for another request is typed.
+// Idempotent resume: the same resume sent again after the run continued as new begins one segment.
 import { createScriptedProvider } from '../../src/testing';
+import { resumeUpdate, statusQuery } from '../../workflows/definitions';
 import { eventually, newService, testRuns, text, uniqueName } from '../helpers/temporal';
 
 const scripted = createScriptedProvider({ name: uniqueName('idem'), resumable: false });
+const resumable = createScriptedProvider({ name: uniqueName('idem-resume') });
 
-const runs = testRuns([scripted]);
+const runs = testRuns([scripted, resumable]);
 
 const request = (key: string, prompt = 'same task') => ({
   prompt: text(prompt),
@@ -82,4 +85,31 @@ it('refuses a malformed key synchronously with INVALID_REQUEST', () => {
   expect(() => runs.service.start(scripted.name, { ...request('k'), idempotencyKey: 7 as never })).toThrow(
     expect.objectContaining({ code: 'INVALID_REQUEST' }),
   );
+});
+
+it('answers a resume sent again after it began its segment (its answer lost), beginning one segment', async () => {
+  const run = runs.service.start(resumable.name, {
+    prompt: text('first'),
+    parent: { id: 'p' },
+    agentOptions: { script: [{ reply: 'turn {turn}: {input}' }, { reply: 'turn {turn}: {input}' }] },
+  });
+  await run.result;
+  const handle = runs.temporal.client.workflow.getHandle(run.id);
+  // As the client sends it, and as its retry after a fault sends it again: the same update id.
+  const resend = (content: string, resumeId: string) =>
+    handle.executeUpdate(resumeUpdate, {
+      args: [{ fromSegment: 0, content: text(content), resumeId }],
+      updateId: `resume-${resumeId}`,
+    });
+  expect(await resend('again', 'r-1')).toEqual({ segment: 1 });
+  // The run has continued as new into segment 1: the same resume now reaches a run that never saw it.
+  await eventually(async () => ((await handle.query(statusQuery)).segment === 1 ? true : undefined));
+  expect(await resend('again', 'r-1')).toEqual({ segment: 1 });
+  expect(await runs.service.attach(run.id).result).toEqual({ output: text('turn 1: again'), stopReason: 'completed' });
+  expect((await handle.query(statusQuery)).segment).toBe(1);
+  // Another resume of segment 0 is still refused.
+  await expect(resend('other', 'r-2')).rejects.toMatchObject({
+    cause: expect.objectContaining({ type: 'NOT_RESUMABLE' }),
+  });
+  await runs.service.attach(run.id).dispose();
 });

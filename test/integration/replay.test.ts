@@ -6,6 +6,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { createScriptedProvider, replayHistoryFile } from '../../src/testing';
+import { subagentSinks } from '../../src/worker';
 import {
   connectTestTemporal,
   eventually,
@@ -70,7 +71,10 @@ describe('replay', () => {
       await eventually(async () => ((await temporal.client.workflow.count(query)).count === 2 ? true : undefined));
       const histories = temporal.client.workflow.list({ query }).intoHistories();
       let replayed = 0;
-      for await (const result of Worker.runReplayHistories({ workflowBundle: workflowBundle() }, histories)) {
+      for await (const result of Worker.runReplayHistories(
+        { workflowBundle: workflowBundle(), sinks: subagentSinks() },
+        histories,
+      )) {
         expect(result.error).toBeUndefined();
         replayed++;
       }

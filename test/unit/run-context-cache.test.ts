@@ -1,0 +1,34 @@
+// The worker's cache of user messages its workflows told it of (a sink): keyed by the workflow run
+// and the message's place in the conversation, taken once, and bounded in size.
+import { RunContextCache } from '../../activities';
+import type { TranscriptEntry } from '../../src/seam/request';
+
+const user = (text: string): TranscriptEntry => ({ kind: 'user', content: [{ type: 'text', text }] });
+
+describe('the cache of user messages', () => {
+  it('gives each message back at its place in the conversation of its workflow run, once', () => {
+    const cache = new RunContextCache();
+    cache.putUserEntries('run-a', 4, [user('steer'), user('more')]);
+    expect(cache.takeUserEntry('run-a', 5)).toEqual(user('more'));
+    expect(cache.takeUserEntry('run-a', 4)).toEqual(user('steer'));
+    expect(cache.takeUserEntry('run-a', 4)).toBeUndefined();
+  });
+
+  it('keeps another run of the same workflow (a reset, a continue-as-new) apart', () => {
+    const cache = new RunContextCache();
+    cache.putUserEntries('run-a', 2, [user('before the reset')]);
+    expect(cache.takeUserEntry('run-b', 2)).toBeUndefined();
+  });
+
+  it('forgets the oldest messages past its size, and keeps none too large for it', () => {
+    const cache = new RunContextCache();
+    const big = 'x'.repeat(6 * 1024 * 1024);
+    cache.putUserEntries('run-a', 0, [user(big), user(big)]);
+    cache.putUserEntries('run-b', 0, [user(big)]);
+    expect(cache.takeUserEntry('run-a', 0)).toBeUndefined();
+    expect(cache.takeUserEntry('run-a', 1)).toEqual(user(big));
+    expect(cache.takeUserEntry('run-b', 0)).toEqual(user(big));
+    cache.putUserEntries('run-c', 0, [user('y'.repeat(17 * 1024 * 1024))]);
+    expect(cache.takeUserEntry('run-c', 0)).toBeUndefined();
+  });
+});
