@@ -97,6 +97,7 @@ export function turnRunner(
         request: turn === 0 ? state.request : undefined,
         ...(state.providerState === undefined ? {} : { providerState: state.providerState }),
       });
+      if (cancelledMeanwhile(result.stopReason)) result.stopReason = 'aborted';
       // Messages the provider took mid-turn came after the turn's input, before its answer.
       appendUser(state.pending.splice(0, result.consumedMessages));
       state.transcript.push({
@@ -153,6 +154,7 @@ export function turnRunner(
         if (stoppedByCancel(err)) throw err;
         return { output: [], stopReason: 'error', diagnostic: failureMessage(err) };
       }
+      if (cancelledMeanwhile(result.stopReason)) result.stopReason = 'aborted';
       state.transcript.push({
         kind: 'assistant',
         id: result.outputId,
@@ -235,6 +237,22 @@ export const CANCEL_WINS_PATCH = 'cancel-wins-over-activity-failure';
  */
 function stoppedByCancel(err: unknown): boolean {
   return isCancellation(err) || (CancellationScope.current().consideredCancelled && patched(CANCEL_WINS_PATCH));
+}
+
+/** Patch: an activity that answers after its run was cancelled ends the turn `aborted`. */
+export const CANCEL_WINS_OVER_RESULT_PATCH = 'cancel-wins-over-activity-result';
+
+/**
+ * Whether an activity's answer came after its run was cancelled: the cancel reaches an activity
+ * with its next heartbeat, and a turn that finished meanwhile (a delegating turn whose nested run
+ * the cancel stopped at once) would otherwise settle as if no cancel had come.
+ */
+function cancelledMeanwhile(stopReason: string): boolean {
+  return (
+    stopReason !== 'aborted' &&
+    CancellationScope.current().consideredCancelled &&
+    patched(CANCEL_WINS_OVER_RESULT_PATCH)
+  );
 }
 
 /** The messages of a failure chain: ActivityFailure wraps the provider's failure or a timeout. */
