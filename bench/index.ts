@@ -5,9 +5,9 @@
 //
 // Every ratio is measured once per round, the rounds interleaved so drift in the machine's load
 // hits both sides alike, and reported as its median with the spread (min-max) over the rounds.
-// `--quick` runs the same rounds with fewer samples in each; `--json` ends with one JSON line of
-// every figure; `--cluster` runs against the multi-service cluster (`npm run cluster -- start`);
-// `--observers`, `--long-turn` and `--memory` run figure 8, 9 or 6 alone.
+// `--quick` runs 5 rounds (7 in the full run) with fewer samples in each; `--json` ends with one
+// JSON line of every figure; `--cluster` runs against the multi-service cluster (`npm run cluster
+// -- start`); `--observers`, `--long-turn` and `--memory` run figure 8, 9 or 6 alone.
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
