@@ -3,8 +3,10 @@
 // finds each segment's settle point there (a local activity's marker that carries the outcome).
 // Only a history quiet for a whole long poll makes it ask the run (a query). So a run's
 // history is the same with a thousand observers as with one. Once the workflow has closed, its
-// own result answers.
+// own result answers. A run that closes as it settles (its provider cannot resume) is waited for
+// by its close event alone.
 import { Client, QueryNotRegisteredError, WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import {
   type SegmentOutcome,
   type SegmentOutcomeReply,
@@ -12,7 +14,6 @@ import {
   segmentOutcomeQuery,
 } from '../../workflows/definitions';
 import { SubagentError } from '../seam/errors';
-import { temporal } from '@temporalio/proto';
 import { EventType, type HistoryEvent, closedOutcome, runInput, settledOutcome } from '../temporal/run-history';
 import { isNotFound, isUnreachable, toSubagentError } from './temporal-errors';
 
