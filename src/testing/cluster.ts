@@ -19,6 +19,8 @@ export const TEMPORAL_SERVER_VERSION = '1.29.1';
 const MODULE = 'go.temporal.io/server';
 /** History shards of the cluster; docker-compose.yml sets the same. */
 export const CLUSTER_HISTORY_SHARDS = 4;
+/** Starts again a service that exited while the cluster came up, at most this many times. */
+const MAX_START_RETRIES = 2;
 
 export interface ClusterBinaries {
   server: string;
@@ -218,12 +220,20 @@ export async function startCluster(options: ClusterOptions): Promise<TemporalClu
   };
   try {
     for (const service of services) await service.start();
-    await registerNamespace(address, 'default', () => {
-      // A service that died on start (a port taken, a bad configuration) will not come up.
+    const restarts = new Map<string, number>();
+    await registerNamespace(address, 'default', async () => {
       const dead = services.find((service) => service.pid() === undefined);
-      if (dead) {
+      if (!dead) return;
+      // On a new database the services race to write the cluster's metadata, and the loser exits:
+      // started again, it finds the metadata written. One that keeps dying (a port taken, a bad
+      // configuration) will not come up.
+      const tries = restarts.get(dead.instance) ?? 0;
+      if (tries === MAX_START_RETRIES) {
         throw new Error(`the ${dead.instance} service exited (see ${join(dir, 'logs', `${dead.instance}.log`)})`);
       }
+      restarts.set(dead.instance, tries + 1);
+      log(`the ${dead.instance} service exited while the cluster started; starting it again`);
+      await dead.start();
     });
     log(`cluster serving on ${address} (PostgreSQL on 127.0.0.1:${postgres.port}; logs in ${join(dir, 'logs')})`);
     return cluster;
@@ -364,10 +374,10 @@ function serviceProcess(
  * Registers `namespace` (retrying while the services find each other) and the runs' search
  * attributes; `check` throws to give up early.
  */
-async function registerNamespace(address: string, namespace: string, check: () => void): Promise<void> {
+async function registerNamespace(address: string, namespace: string, check: () => Promise<void>): Promise<void> {
   const deadline = Date.now() + 120_000;
   for (;;) {
-    check();
+    await check();
     let connection: Connection | undefined;
     try {
       connection = await Connection.connect({ address, connectTimeout: 2000 });
