@@ -71,6 +71,16 @@ function toolTask(request: FakeChatRequest) {
   return toolResults < steps - 1 ? toolCallReply([{ name: tool, arguments: args }]) : textReply('done');
 }
 
+/** Measures ours and theirs one after the other, ours first or second; the results as [ours, theirs]. */
+async function inTurn<T>(oursFirst: boolean, ours: () => Promise<T>, theirs: () => Promise<T>): Promise<[T, T]> {
+  if (oursFirst) {
+    const first = await ours();
+    return [first, await theirs()];
+  }
+  const first = await theirs();
+  return [await ours(), first];
+}
+
 /** The server to measure on: the embedded default in memory, or with `--cluster` the running cluster. */
 async function connect(payloads: string) {
   const env: Record<string, string> = { SUBAGENT_PAYLOAD_STORE: `file:${payloads}` };
@@ -325,12 +335,13 @@ class Bench {
       latency.ratio.push(percentiles(facade).p50 / eagerP50);
       lazyRatio.push(percentiles(facade).p50 / percentiles(lazy).p50);
 
-      const facadeRates = () => this.throughput(throughputRuns, () => this.facadeOnce('noop-closing'));
-      const baselineRates = () => this.throughput(throughputRuns, () => this.baselineOnce());
-      const facadeRate = oursFirst ? await facadeRates() : 0;
-      const baselineRate = await baselineRates();
-      const throughputRatio = (oursFirst ? facadeRate : await facadeRates()) / baselineRate;
-      rates.facade.push(baselineRate * throughputRatio);
+      const [facadeRate, baselineRate] = await inTurn(
+        oursFirst,
+        () => this.throughput(throughputRuns, () => this.facadeOnce('noop-closing')),
+        () => this.throughput(throughputRuns, () => this.baselineOnce()),
+      );
+      const throughputRatio = facadeRate / baselineRate;
+      rates.facade.push(facadeRate);
       rates.baseline.push(baselineRate);
       rates.ratio.push(throughputRatio);
 
@@ -363,8 +374,7 @@ class Bench {
             theirs.push(run.wall_ms / steps);
             loop.peerBytes = run.history_bytes;
           };
-          if ((r + i) % 2 === 0) await oursOnce().then(peerOnce);
-          else await peerOnce().then(oursOnce);
+          await inTurn((r + i) % 2 === 0, oursOnce, peerOnce);
           loop.bare.push((await this.bareLoopOnce(steps)) / steps);
         }
         loop.ours.push(...ours);

@@ -42,7 +42,7 @@ type Waiting = 'history watch' | 'update per waiter' | 'shared update';
 const WAYS: Waiting[] = ['history watch', 'update per waiter', 'shared update'];
 
 /** CPU seconds a process has used (user + system), from /proc. */
-export const cpuSeconds = (pid: number) => {
+const cpuSeconds = (pid: number) => {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
 };
