@@ -1,6 +1,7 @@
 // What every activity of a worker shares: its dependencies, heartbeating with cancellation that
 // waits for the work to stop, the run's context from the worker's cache or its workflow, the
 // hosted provider by name, and the payload limit on what an activity returns.
+import { randomBytes } from 'node:crypto';
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { payloadLimitViolation } from '../src/seam/constants';
 import type { ContentBlock } from '../src/seam/content';
@@ -8,7 +9,7 @@ import type { SubagentPermissionDecision } from '../src/seam/result';
 import type { SubagentDelegate } from '../src/seam/delegation';
 import type { SubagentAgentProvider, SubagentHostedProvider, SubagentTurnProvider } from '../src/seam/provider';
 import { CachedRunContext, RunContextCache } from './run-context-cache';
-import type { RunContextSnapshot, TurnActivityInput } from './types';
+import { FINAL_FAILURE_TYPES, type RunContextSnapshot, type TurnActivityInput } from './types';
 import type { TranscriptEntry } from '../src/seam/request';
 
 export interface ActivityDependencies {
@@ -91,7 +92,7 @@ export function createActivityHost(deps: ActivityDependencies): ActivityHost {
         if (cancellation) throw cancellation;
         return result;
       } catch (err) {
-        throw cancellation ?? err;
+        throw cancellation ?? finalIfUnfixable(err);
       } finally {
         clearInterval(timer);
       }
@@ -163,6 +164,40 @@ export function createActivityHost(deps: ActivityDependencies): ActivityHost {
       if (violation) throw ApplicationFailure.nonRetryable(violation, 'PAYLOAD_TOO_LARGE');
     },
   };
+}
+
+/** A failure of a type no retry can fix (`FINAL_FAILURE_TYPES`), made final if it is not yet. */
+function finalIfUnfixable(err: unknown): unknown {
+  if (!(err instanceof ApplicationFailure) || err.nonRetryable || !FINAL_FAILURE_TYPES.includes(err.type ?? '')) {
+    return err;
+  }
+  const { message, type, details, cause } = err;
+  return ApplicationFailure.create({
+    message,
+    type: type ?? undefined,
+    details: details ?? undefined,
+    cause,
+    nonRetryable: true,
+  });
+}
+
+/**
+ * The run an activity works for: its workflow's id, which is the run's id. (Inputs from before
+ * 2026-12 also name it.)
+ */
+export function runOf(input: { runId?: string }): string {
+  const runId = input.runId ?? Context.current().info.workflowExecution?.workflowId;
+  if (runId === undefined) throw ApplicationFailure.nonRetryable('this activity runs only in a subagent run', 'NO_RUN');
+  return runId;
+}
+
+/**
+ * A new id for an entry of a run's conversation (an output, a tool result). Ids only tell a run's
+ * entries apart, and each is stored in history twice (where it is made and where it is used):
+ * 72 random bits in 12 characters.
+ */
+export function newEntryId(): string {
+  return randomBytes(9).toString('base64url');
 }
 
 /** The work's result; once `signal` aborts, at most `graceMs` more of waiting for it. */

@@ -3,7 +3,6 @@
 // signal goes into the HTTP request; transient endpoint failures are retried by Temporal
 // (honouring Retry-After), others end the turn with `error` and a diagnostic. Structured-output
 // calls are validated right here.
-import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
@@ -16,10 +15,13 @@ import type { SubagentStopReason } from '../src/seam/result';
 import type { StructuredOutputSchema } from '../src/seam/structured';
 import { toolError } from '../src/seam/tool';
 import { createStructuredOutputRuntime } from '../src/structured/runtime';
-import type { ActivityHost } from './host';
-import type { ModelCallInput, ModelCallResult, ModelToolCall } from './types';
+import { type ActivityHost, newEntryId, runOf } from './host';
+import type { ModelCallInput, ModelCallResult, ModelToolCall, ToolActivityResult } from './types';
 
-export type ModelCallOutcome = Omit<ModelCallResult, 'outputId'>;
+/** What one call of the model came to: the result without its id, its calls listed with their answers. */
+export type ModelCallOutcome = Omit<ModelCallResult, 'outputId' | 'toolCalls' | 'answers'> & {
+  toolCalls: ModelToolCall[];
+};
 
 /**
  * One model call with the run's whole conversation, rebuilt from the worker's cache (or the
@@ -39,8 +41,9 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
   };
   return async function subagentModelCall(input) {
     const provider = host.hosted(input.provider, 'agent-loop');
+    const runId = runOf(input);
     return host.heartbeating(async () => {
-      const context = await host.conversation(input.runId, input.transcript, input.request, {
+      const context = await host.conversation(runId, input.transcript, input.request, {
         ...(input.delta ? { entries: input.delta } : { length: input.deltaLength ?? 0 }),
         ...(input.toolResultIds ? { toolResultIds: input.toolResultIds } : {}),
       });
@@ -48,24 +51,27 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
       const signal = Context.current().cancellationSignal;
       const outcome = await callModel(clientFor(provider), provider, context.request, conversation, signal);
       host.assertWithinLimit(outcome, 'the model response');
-      const outputId = randomUUID();
-      host.cache.put(input.runId, {
+      const outputId = newEntryId();
+      host.cache.put(runId, {
         request: context.request,
         entries: [
           ...conversation,
           { kind: 'assistant', id: outputId, content: outcome.content, stopReason: outcome.stopReason },
         ],
       });
-      host.cache.dropToolResults(input.runId, input.toolResultIds ?? []);
-      // Calls answered here enter the next call's tool entry: kept as the tools' results are.
-      const toolCalls = outcome.toolCalls.map((call) => {
-        if (!call.answer) return call;
-        const { content, isError } = call.answer;
-        const resultId = `${outputId}/${call.id}`;
-        host.cache.putToolResult(input.runId, resultId, { type: 'tool-result', toolCallId: call.id, content, isError });
-        return { ...call, answer: { ...call.answer, resultId } };
-      });
-      return { ...outcome, toolCalls, outputId };
+      host.cache.dropToolResults(runId, input.toolResultIds ?? []);
+      // The calls are in `content`; the answers given here enter the next call's tool entry, and
+      // are kept as the tools' results are.
+      const { toolCalls, ...result } = outcome;
+      const answers: Record<string, ToolActivityResult> = {};
+      for (const { id, answer } of toolCalls) {
+        if (!answer) continue;
+        const resultId = `${outputId}/${id}`;
+        const { content, isError } = answer;
+        host.cache.putToolResult(runId, resultId, { type: 'tool-result', toolCallId: id, content, isError });
+        answers[id] = { ...answer, resultId };
+      }
+      return { ...result, ...(Object.keys(answers).length > 0 ? { answers } : {}), outputId };
     });
   };
 }

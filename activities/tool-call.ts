@@ -1,11 +1,10 @@
 // One activity per tool of every hosted agent-loop provider, named after the tool, so history
 // reads as the child's actions. Arguments the model got wrong go back to it as a tool error; the
 // tool's output is cut to a size the model (and one payload) can take.
-import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import type { ContentBlock } from '../src/seam/content';
 import { type ToolCallOutcome, toolError } from '../src/seam/tool';
-import type { ActivityHost } from './host';
+import { type ActivityHost, newEntryId, runOf } from './host';
 import type { ToolActivityInput, ToolActivityResult } from './types';
 
 export type ToolActivity = (input: ToolActivityInput) => Promise<ToolActivityResult>;
@@ -21,6 +20,7 @@ export function toolActivities(host: ActivityHost): Record<string, ToolActivity>
       activities[tool.name] = async (input) => {
         // Two providers may each have a tool of this name: the run's own provider answers.
         const owner = host.hosted(input.provider, 'agent-loop');
+        const runId = runOf(input);
         const implementation = owner.tools.find((candidate) => candidate.name === tool.name) ?? tool;
         const outcome = await host.heartbeating(async () => {
           let args: unknown;
@@ -31,7 +31,7 @@ export function toolActivities(host: ActivityHost): Record<string, ToolActivity>
           }
           const { cancellationSignal: signal, info } = Context.current();
           const parent = {
-            runId: input.runId,
+            runId,
             signal,
             ...input.delegation,
             ...(input.cwd === undefined ? {} : { cwd: input.cwd }),
@@ -39,18 +39,18 @@ export function toolActivities(host: ActivityHost): Record<string, ToolActivity>
           const outcome = await implementation.execute(args, {
             cwd: input.cwd,
             signal,
-            runId: input.runId,
+            runId,
             callId: input.callId,
             // The activity's identity: unique per call across continue-as-new, kept by its retries.
-            callKey: `${info.workflowExecution?.runId ?? input.runId}/${info.activityId}`,
+            callKey: `${info.workflowExecution?.runId ?? runId}/${info.activityId}`,
             ...(deps.delegate ? { delegate: (nested, request) => deps.delegate!(nested, request, parent) } : {}),
           });
           return truncated(outcome, maxToolOutputBytes);
         });
         // The next model call takes the result from here when it runs on this worker.
-        const resultId = randomUUID();
+        const resultId = newEntryId();
         const { content, isError } = outcome;
-        host.cache.putToolResult(input.runId, resultId, {
+        host.cache.putToolResult(runId, resultId, {
           type: 'tool-result',
           toolCallId: input.callId,
           content,

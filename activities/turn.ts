@@ -1,7 +1,6 @@
 // `subagentTurn`: one turn of a turn-based provider (scripted, acp, a hosted seam provider), with
 // the turn context the provider works in: its conversation, mid-turn messages, heartbeats, the
 // structured-output capture and nested delegation.
-import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import type { ContentBlock } from '../src/seam/content';
 import { type SubagentDelegatingRun, delegationOf } from '../src/seam/delegation';
@@ -11,7 +10,7 @@ import type { SubagentTurnResult } from '../src/seam/result';
 import type { StructuredOutputSchema } from '../src/seam/structured';
 import { createStructuredOutputRuntime } from '../src/structured/runtime';
 import { validateStructuredValue } from '../src/structured/schema';
-import type { ActivityHost } from './host';
+import { type ActivityHost, newEntryId, runOf } from './host';
 import type { TurnActivityInput, TurnActivityResult } from './types';
 
 /**
@@ -23,10 +22,11 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
   const { deps } = host;
   return async function subagentTurn(input) {
     const provider = host.hosted(input.provider, 'turns');
+    const runId = runOf(input);
     return host.heartbeating(async (setDetails) => {
       const activity = Context.current();
       const context = await host.conversation(
-        input.runId,
+        runId,
         input.transcript,
         input.request,
         input.input
@@ -42,7 +42,7 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
       let consumed = 0;
       const taken: ContentBlock[][] = [];
       const turnContext: SubagentTurnContext = {
-        runId: input.runId,
+        runId,
         segment: input.segment,
         turn: input.turn,
         attempt: activity.info.attempt,
@@ -51,33 +51,27 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
         transcript: async () => context.entries,
         providerState: input.providerState,
         takeMessages: async () => {
-          const fresh = (await deps.fetchPendingMessages(input.runId)).slice(consumed);
+          const fresh = (await deps.fetchPendingMessages(runId)).slice(consumed);
           consumed += fresh.length;
           taken.push(...fresh);
           return fresh;
         },
         heartbeat: setDetails,
-        ...(deps.recordPermission
-          ? { recordPermission: (decision) => deps.recordPermission!(input.runId, decision) }
-          : {}),
+        ...(deps.recordPermission ? { recordPermission: (decision) => deps.recordPermission!(runId, decision) } : {}),
         lastHeartbeat: activity.info.heartbeatDetails,
         ...(structuredOutput ? { structuredOutput } : {}),
         ...(deps.delegate
           ? {
               delegate: (nested, request) =>
-                deps.delegate!(
-                  nested,
-                  request,
-                  delegatingRun(input.runId, context.request, activity.cancellationSignal),
-                ),
+                deps.delegate!(nested, request, delegatingRun(runId, context.request, activity.cancellationSignal)),
             }
           : {}),
       };
       const returned = await provider.runTurn(turnInput, turnContext);
       const result = withStructured(returned, schema, structuredOutput?.captured);
       host.assertWithinLimit(result, `the turn output of provider "${input.provider}"`);
-      const outputId = randomUUID();
-      host.cache.put(input.runId, {
+      const outputId = newEntryId();
+      host.cache.put(runId, {
         request: context.request,
         entries: [
           ...context.entries,

@@ -18,10 +18,17 @@ export const SETTLED_ACTIVITY = 'subagentSegmentSettled';
 /** Names the activities take in history besides the tools' own; no tool may take one. */
 export const RESERVED_ACTIVITY_NAMES: readonly string[] = [TURN_ACTIVITY, MODEL_CALL_ACTIVITY, SETTLED_ACTIVITY];
 
+/**
+ * Failure types no retry can fix: an activity that fails with one fails for good, whoever threw
+ * it (activities/host.ts). Runs from before 2026-12 also list them in their retry policy.
+ */
+export const FINAL_FAILURE_TYPES: readonly string[] = ['NO_PROVIDER', 'PAYLOAD_TOO_LARGE', 'INVALID_REQUEST'];
+
 /** Input of the `subagentTurn` activity: one turn of a turn-based provider. */
 export interface TurnActivityInput {
   provider: string;
-  runId: string;
+  /** Inputs from before 2026-12 only: the run is the activity's workflow (`runOf`). */
+  runId?: string;
   segment: number;
   /** Turn number over the child's whole life (resumes continue the count). */
   turn: number;
@@ -57,7 +64,8 @@ export interface TurnActivityResult extends SubagentTurnResult {
 /** Input of the `subagentModelCall` activity: one model call of an agent-loop provider. */
 export interface ModelCallInput {
   provider: string;
-  runId: string;
+  /** Inputs from before 2026-12 only: the run is the activity's workflow (`runOf`). */
+  runId?: string;
   segment: number;
   turn: number;
   /** The conversation up to the last assistant message, by reference (see `TurnActivityInput`). */
@@ -91,7 +99,10 @@ export interface ModelCallResult {
   /** `completed` when the model stopped or called tools; `max-tokens`, `refusal` or `error` otherwise. */
   stopReason: SubagentStopReason;
   diagnostic?: string;
-  toolCalls: ModelToolCall[];
+  /** Results from before 2026-12 only: the calls in `content` again. Since, they are read there. */
+  toolCalls?: ModelToolCall[];
+  /** The calls the activity answered itself (`structured_output`, a denied or unknown tool), by call id. */
+  answers?: Record<string, ToolActivityResult>;
   /** A value captured by `structured_output` in this response; it ends the turn. */
   structured?: unknown;
   usage?: SubagentUsage;
@@ -106,7 +117,8 @@ export interface ToolActivityResult extends ToolCallOutcome {
 /** Input of a tool activity (its type is the tool's name). */
 export interface ToolActivityInput {
   provider: string;
-  runId: string;
+  /** Inputs from before 2026-12 only: the run is the activity's workflow (`runOf`). */
+  runId?: string;
   callId: string;
   arguments: string;
   cwd?: string;

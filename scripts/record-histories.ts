@@ -8,7 +8,9 @@
 // once; v5 (`v5 disposed`) a segment that closes the run without a settle record; v6
 // (`v6 start resumed structured agent-loop agent-loop-continued agent-loop-carried-on`) activity
 // inputs that count what history holds already (store-once) and a turn that continues as new
-// between model calls.
+// between model calls; v7 (`v7 resumed`) a resume that names itself; v8 (`v8 start agent-loop`)
+// activity inputs without the run's id, model-call results without their calls listed twice, and
+// (since v8) an agent-loop call the model-call activity answers itself.
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -88,8 +90,18 @@ async function main(): Promise<void> {
     await structured.result;
     await structured.dispose();
 
-    // An agent-loop run: a tool call, a steering message before the next model call, an answer.
-    fake.enqueue(toolCallReply([{ name: 'list_directory', arguments: {} }], { delayMs: 300 }), textReply('listed'));
+    // An agent-loop run: a tool call and one to a tool it does not have (answered by the model
+    // call), a steering message before the next model call, an answer.
+    fake.enqueue(
+      toolCallReply(
+        [
+          { name: 'list_directory', arguments: {} },
+          { name: 'no_such_tool', arguments: {} },
+        ],
+        { delayMs: 300 },
+      ),
+      textReply('listed'),
+    );
     const agent = service.start('spawn', {
       prompt: text('list'),
       parent: { id: 'recorder', session: { header: { id: 's', cwd: __dirname } } },

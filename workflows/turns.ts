@@ -88,7 +88,6 @@ export function turnRunner(
     try {
       const result = await activities.subagentTurn({
         provider: state.provider,
-        runId: state.runId,
         segment: state.segment,
         turn,
         // The messages are in history already (the start, signals, the resume): count them only.
@@ -139,7 +138,6 @@ export function turnRunner(
       try {
         result = await activities.subagentModelCall({
           provider: state.provider,
-          runId: state.runId,
           segment: state.segment,
           turn,
           transcript: reference(base),
@@ -167,19 +165,18 @@ export function turnRunner(
           completionTokens: state.usage.completionTokens + result.usage.completionTokens,
         };
       }
-      if (result.stopReason !== 'completed' || result.toolCalls.length === 0) return turnResult(result);
+      const toolCalls = toolCallsOf(result);
+      if (result.stopReason !== 'completed' || toolCalls.length === 0) return turnResult(result);
 
       // Calls run concurrently; their results enter the conversation in call order.
-      const answers: ToolActivityResult[] = await Promise.all(
-        result.toolCalls.map((call) => call.answer ?? runTool(call)),
-      );
+      const answers: ToolActivityResult[] = await Promise.all(toolCalls.map((call) => call.answer ?? runTool(call)));
       toolResultIds = answers.every((answer) => answer.resultId !== undefined)
         ? answers.map((answer) => answer.resultId!)
         : undefined;
       base = state.transcript.length;
       state.transcript.push({
         kind: 'tool',
-        results: result.toolCalls.map((call, index) => ({
+        results: toolCalls.map((call, index) => ({
           type: 'tool-result',
           toolCallId: call.id,
           content: answers[index]!.content,
@@ -197,7 +194,6 @@ export function turnRunner(
     try {
       return await tools[call.name]!({
         provider: state.provider,
-        runId: state.runId,
         callId: call.id,
         arguments: call.arguments,
         ...(state.request.parent.cwd === undefined ? {} : { cwd: state.request.parent.cwd }),
@@ -210,6 +206,16 @@ export function turnRunner(
   }
 
   return driver === 'agent-loop' ? agentLoopTurn : providerTurn;
+}
+
+/** A model call's tool calls in order, each with the answer the activity gave it, if any. */
+function toolCallsOf(result: ModelCallResult): ModelToolCall[] {
+  if (result.toolCalls) return result.toolCalls;
+  return result.content.flatMap((block) => {
+    if (block.type !== 'tool-call') return [];
+    const answer = result.answers?.[block.id];
+    return [{ id: block.id, name: block.name, arguments: block.arguments, ...(answer ? { answer } : {}) }];
+  });
 }
 
 function turnResult(result: ModelCallResult): SubagentTurnResult {

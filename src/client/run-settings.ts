@@ -15,9 +15,6 @@ export const DEFAULT_RUN_SETTINGS = {
   maxStepsPerTurn: 200,
 } as const satisfies SubagentRunSettings;
 
-/** Failure types of a turn that no retry can fix. */
-export const NON_RETRYABLE_TURN_ERRORS = ['NO_PROVIDER', 'PAYLOAD_TOO_LARGE', 'INVALID_REQUEST'];
-
 /**
  * Later layers win; `maxPayloadBytes` is the service's. Throws `SubagentError('INVALID_CONFIG')`
  * for a value that cannot work.
@@ -49,7 +46,9 @@ export function resolveRunSettings(
       backoffCoefficient,
       maximumIntervalMs: duration(retry.maximumInterval!, 'retry.maximumInterval'),
       maximumAttempts,
-      nonRetryableErrorTypes: [...new Set([...NON_RETRYABLE_TURN_ERRORS, ...(retry.nonRetryableErrorTypes ?? [])])],
+      // The types no retry can fix fail for good where they are thrown (activities/host.ts), so
+      // no activity carries them in its retry policy.
+      nonRetryableErrorTypes: [...new Set(retry.nonRetryableErrorTypes ?? [])],
     },
     structuredNudgeRetries,
     maxStepsPerTurn,

@@ -1,6 +1,7 @@
 // Every row of the seam → Temporal mapping, against the real dev server: one workflow per run,
 // steering, resume, attach, depth (cancel and dispose: test/conformance/cancel-dispose.test.ts).
 import { WorkflowExecutionStatusName } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import {
   type ResolvedSubagentRequest,
   SubagentDepthError,
@@ -45,7 +46,19 @@ const recorder: SubagentTurnProvider = {
   },
 };
 
-const runs = testRuns([scripted, shortWindow, plain, recorder], { worker: { heartbeatIntervalMs: 200 } });
+const unfixableAttempts: number[] = [];
+/** A provider that fails with a failure type no retry can fix, thrown as if retryable. */
+const unfixable: SubagentTurnProvider = {
+  name: uniqueName('unfixable'),
+  capabilities: { outputSchema: false, depthLimit: false, toolFilter: false },
+  inheritsParentContext: false,
+  async runTurn(_input, ctx) {
+    unfixableAttempts.push(ctx.attempt);
+    throw ApplicationFailure.create({ message: 'the request names no model', type: 'INVALID_REQUEST' });
+  },
+};
+
+const runs = testRuns([scripted, shortWindow, plain, recorder, unfixable], { worker: { heartbeatIntervalMs: 200 } });
 
 const parent = { id: 'parent-agent' };
 const eventsOf = (run: SubagentRun, kind?: ScriptedTurnEvent['kind']) =>
@@ -115,6 +128,15 @@ describe('start', () => {
     const flaky = startScripted([{ failAttempts: 1, reply: 'attempt {attempt}' }]);
     expect(await flaky.result).toEqual({ output: text('attempt 2'), stopReason: 'completed' });
     await Promise.all([failing.dispose(), flaky.dispose()]);
+  });
+
+  it('does not retry a failure of a type no retry can fix, though its provider threw it as retryable', async () => {
+    const run = runs.service.start(unfixable.name, { prompt: text('go'), parent });
+    const result = await run.result;
+    expect(result.stopReason).toBe('error');
+    expect(result.diagnostic).toContain('the request names no model');
+    expect(unfixableAttempts).toEqual([1]);
+    await run.dispose();
   });
 });
 
