@@ -18,8 +18,9 @@ import { type SubagentTurnProvider, TemporalSubagentService } from '../src';
 import { type FakeChatRequest, spawnWorkerProcess, startFakeOpenAI, textReply, toolCallReply } from '../src/testing';
 import { bundleSubagentWorkflows, connectTemporal, createSpawnProvider, createSubagentWorker } from '../src/worker';
 import { type Timing, observers, timed } from './observers';
-import { type Peer, startPeer } from './peer-process';
+import { type LoopProcess, startOurs, startPeer } from './loop-process';
 import { type Spread, describeSpread, percentiles, round, spread } from './stats';
+import { toolLoop } from './tool-loop';
 
 const flag = (name: string) => process.argv.includes(`--${name}`);
 const quick = flag('quick');
@@ -37,7 +38,6 @@ const log = (line = '') => console.log(line);
 const sleep = (ms: number) => new Promise((resolveSleep) => setTimeout(resolveSleep, ms));
 const text = (value: string) => [{ type: 'text' as const, text: value }];
 const parent = { id: 'bench' };
-const inBenchFiles = { id: 'bench', session: { header: { id: 's', cwd: benchFiles } } };
 const results: Record<string, unknown> = {};
 
 const noop = (name: string, resumable: boolean): SubagentTurnProvider => ({
@@ -142,23 +142,26 @@ async function main(): Promise<void> {
   else if (flag('observers')) await both(() => observers(temporal.address, serverPid, service, timing, results, quick));
   else if (flag('memory')) await memory(temporal.address, service);
   else {
-    const peer = await startPeer({
+    // Figure 10's two sides, each a process with its worker and its client.
+    const task = {
       address: temporal.address,
       namespace: temporal.namespace,
       baseURL: fake.baseURL,
       model: 'fake-model',
       dir: benchFiles,
-    });
+    };
+    const peer = await startPeer(task);
+    const ours = await startOurs({ ...task, payloadDir: mkdtempSync(join(tmpdir(), 'subagent-bench-payloads-')) });
     try {
       await both(async () => {
-        await bench.rounds(peer, spawnProvider.name);
+        await bench.rounds({ ours, peer });
         await bench.historyPerCall(spawnProvider.name, bigOutputs.name);
         // 9. One turn of 1,000 model calls reading 200 KiB each (the full run only).
         if (!quick) results.long_turn = await bench.longTurn(bigOutputs.name);
         await observers(temporal.address, serverPid, service, timing, results, quick);
       });
     } finally {
-      await peer.close();
+      await Promise.all([ours.close(), peer.close()]);
     }
     await memory(temporal.address, service);
     await recovery(temporal.address, service);
@@ -258,31 +261,16 @@ class Bench {
   }
 
   /** An LLM child whose one turn makes `calls` model calls (all but the last asking for `tool`); its history in all its runs. */
-  async toolLoop(provider: string, calls: number, tool = 'list_directory', args: object = {}) {
-    const started = performance.now();
-    const run = this.service.start(provider, {
-      prompt: text(`steps=${calls} tool=${tool} args=${JSON.stringify(args)}`),
-      parent: inBenchFiles,
-    });
-    await run.result;
-    const ms = performance.now() - started;
-    let bytes = 0;
-    let runs = 0;
-    for await (const execution of this.client.workflow.list({ query: `WorkflowId = '${run.id}'` })) {
-      const { raw } = await this.client.workflow.getHandle(run.id, execution.runId).describe();
-      bytes += Number(raw.workflowExecutionInfo?.historySizeBytes ?? 0);
-      runs++;
-    }
-    await run.dispose();
-    return { bytes, runs, ms, bytesPerCall: Math.round(bytes / calls) };
+  toolLoop(provider: string, calls: number, tool = 'list_directory', args: object = {}) {
+    return toolLoop(this.service, this.client, { provider, calls, cwd: benchFiles, tool, args });
   }
 
   /**
    * Figures 1-4 and 10, in ROUNDS interleaved rounds. Each round measures the facade and the bare
-   * workflow one after the other (the order alternating), and ours and the peer's agent loop, and
-   * yields one ratio of each.
+   * workflow one after the other (the order alternating), and ours and the peer's agent loop (each
+   * in its own process), and yields one ratio of each.
    */
-  async rounds(peer: Peer, spawnProvider: string): Promise<void> {
+  async rounds({ ours: oursLoop, peer }: { ours: LoopProcess; peer: LoopProcess }): Promise<void> {
     const latencySamples = quick ? 10 : 30;
     const throughputRuns = quick ? 200 : 500;
     const steerSamples = quick ? 5 : 10;
@@ -295,7 +283,7 @@ class Bench {
     }
     await this.throughput(100, () => this.facadeOnce('noop-closing'));
     await this.throughput(100, () => this.baselineOnce());
-    await this.toolLoop(spawnProvider, 5);
+    await oursLoop.run(5);
     await peer.run(5);
 
     const latency = { facade: [] as number[], eager: [] as number[], lazy: [] as number[], ratio: [] as number[] };
@@ -358,28 +346,25 @@ class Bench {
       resumeRatio.push(percentiles(resume).p50 / eagerP50);
 
       for (const [steps, loop] of loops) {
-        const ours: number[] = [];
+        const oursPerStep: number[] = [];
         const theirs: number[] = [];
         for (let i = 0; i < loopSamples; i++) {
           const oursOnce = async () => {
-            const run = await this.toolLoop(spawnProvider, steps);
-            ours.push(run.ms / steps);
-            loop.oursBytes = run.bytes;
+            const run = await oursLoop.run(steps);
+            oursPerStep.push(run.wall_ms / steps);
+            loop.oursBytes = run.history_bytes;
           };
           const peerOnce = async () => {
             const run = await peer.run(steps);
-            if (run.model_calls !== steps) {
-              throw new Error(`the peer made ${run.model_calls} model calls, not ${steps}`);
-            }
             theirs.push(run.wall_ms / steps);
             loop.peerBytes = run.history_bytes;
           };
           await inTurn((r + i) % 2 === 0, oursOnce, peerOnce);
           loop.bare.push((await this.bareLoopOnce(steps)) / steps);
         }
-        loop.ours.push(...ours);
+        loop.ours.push(...oursPerStep);
         loop.peer.push(...theirs);
-        loop.ratio.push(percentiles(ours).p50 / percentiles(theirs).p50);
+        loop.ratio.push(percentiles(oursPerStep).p50 / percentiles(theirs).p50);
       }
       log(
         `   round ${r + 1}/${ROUNDS}: latency ${(percentiles(facade).p50 / eagerP50).toFixed(3)}   ` +

@@ -1,0 +1,62 @@
+// One run of the benchmark's tool task on our side: an LLM child whose one turn makes `calls` model
+// calls, all but the last asking for a tool (the fake model reads the task from the prompt; see
+// `toolTask` in bench/index.ts). Used in the bench's process and in bench/ours.ts.
+import type { Client } from '@temporalio/client';
+import type { TemporalSubagentService } from '../src';
+import { EventType } from '../src/temporal/run-history';
+import { MODEL_CALL_ACTIVITY } from '../activities/types';
+
+export interface ToolLoopRun {
+  id: string;
+  /** Start to result. */
+  ms: number;
+  /** History bytes over every Temporal run of the subagent run (it may continue as new). */
+  bytes: number;
+  runs: number;
+  bytesPerCall: number;
+}
+
+export async function toolLoop(
+  service: TemporalSubagentService,
+  client: Client,
+  { provider, calls, cwd, tool = 'list_directory', args = {} }: ToolLoopTask,
+): Promise<ToolLoopRun> {
+  const started = performance.now();
+  const run = service.start(provider, {
+    prompt: [{ type: 'text', text: `steps=${calls} tool=${tool} args=${JSON.stringify(args)}` }],
+    parent: { id: 'bench', session: { header: { id: 's', cwd } } },
+  });
+  await run.result;
+  const ms = performance.now() - started;
+  let bytes = 0;
+  let runs = 0;
+  for await (const execution of client.workflow.list({ query: `WorkflowId = '${run.id}'` })) {
+    const { raw } = await client.workflow.getHandle(run.id, execution.runId).describe();
+    bytes += Number(raw.workflowExecutionInfo?.historySizeBytes ?? 0);
+    runs++;
+  }
+  await run.dispose();
+  return { id: run.id, bytes, runs, ms, bytesPerCall: Math.round(bytes / calls) };
+}
+
+export interface ToolLoopTask {
+  provider: string;
+  calls: number;
+  /** The directory the tool works in. */
+  cwd: string;
+  tool?: string;
+  args?: object;
+}
+
+/** How many model calls a run made, over all its Temporal runs. */
+export async function modelCalls(client: Client, runId: string): Promise<number> {
+  let calls = 0;
+  for await (const execution of client.workflow.list({ query: `WorkflowId = '${runId}'` })) {
+    const { events } = await client.workflow.getHandle(runId, execution.runId).fetchHistory();
+    for (const event of events ?? []) {
+      const scheduled = event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED;
+      if (scheduled && event.activityTaskScheduledEventAttributes?.activityType?.name === MODEL_CALL_ACTIVITY) calls++;
+    }
+  }
+  return calls;
+}
