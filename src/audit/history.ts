@@ -1,7 +1,7 @@
 // The audit trail of a run read from its whole Temporal history, across every continue-as-new, as
 // seam-level records (start, messages, turns, model and tool calls, permission decisions,
 // cancel, results, close); `exportAudit` seals them into the hash chain of chain.ts.
-import { Client, WorkflowNotFoundError } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import {
   MODEL_CALL_ACTIVITY,
@@ -11,12 +11,10 @@ import {
   type TurnActivityResult,
 } from '../../activities/types';
 import type { SegmentResultReply, SubagentRunInput } from '../../workflows/definitions';
-import { SubagentError } from '../seam/errors';
 import type { SubagentPermissionDecision } from '../seam/result';
-import { closedOutcome, decodePayload, decodePayloads, settledOutcome } from '../temporal/run-history';
+import { closedOutcome, decodePayload, decodePayloads, runHistory, settledOutcome } from '../temporal/run-history';
 import { type AuditDraft, type AuditRecord, type AuditSigner, sealAudit } from './chain';
 
-type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 const { EventType } = temporal.api.enums.v1;
 
 /**
@@ -35,167 +33,148 @@ export async function exportAudit(client: Client, runId: string, signer?: AuditS
  */
 export async function* auditDrafts(client: Client, runId: string, follow: boolean): AsyncGenerator<AuditDraft> {
   const converter = client.options.loadedDataConverter;
-  let temporalRunId: string | undefined = await firstRunId(client, runId);
   const reportedSegments = new Set<number>();
   const messageIds = new Set<string>();
-  while (temporalRunId) {
-    const scheduled = new Map<string, { type: string; input: unknown }>();
-    let next: string | undefined;
-    const current = temporalRunId;
-    for await (const event of historyEvents(client, runId, current, follow)) {
-      const time = event.eventTime
-        ? new Date(
-            Number(event.eventTime.seconds) * 1000 + Math.floor((event.eventTime.nanos ?? 0) / 1e6),
-          ).toISOString()
-        : '';
-      const draft = (type: string, data: unknown): AuditDraft => ({
-        type,
-        time,
-        data: { temporalRunId: current, ...((data as object) ?? {}) },
-      });
-      switch (event.eventType) {
-        case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED: {
-          const attributes = event.workflowExecutionStartedEventAttributes!;
-          const [input] = (await decodePayloads(converter, attributes.input?.payloads)) as [SubagentRunInput];
-          if (!input.carried) {
-            yield draft('start', {
-              provider: input.provider,
-              driver: input.driver,
-              request: input.request,
-              settings: input.settings,
-            });
-          } else {
-            yield draft('continue', {
-              segment: input.carried.segment,
-              turn: input.carried.turn,
-              pendingMessages: input.carried.pending.length,
-            });
-          }
-          break;
-        }
-        case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED: {
-          const attributes = event.workflowExecutionSignaledEventAttributes!;
-          const [args] = await decodePayloads(converter, attributes.input?.payloads);
-          if (attributes.signalName === 'sendMessage') {
-            // A signal retried after a lost response is one message, as the workflow counts it.
-            const { content, id } = args as { content: unknown; id?: string };
-            if (id !== undefined && messageIds.has(id)) break;
-            if (id !== undefined) messageIds.add(id);
-            yield draft('message', { content });
-          } else if (attributes.signalName === 'childStarted') yield draft('child.start', args);
-          else if (attributes.signalName === 'permissionDecided') yield draft('permission', args);
-          break;
-        }
-        case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED: {
-          const request = event.workflowExecutionUpdateAcceptedEventAttributes!.acceptedRequest?.input;
-          if (request?.name === 'resume' || request?.name === 'dispose') {
-            const [args] = await decodePayloads(converter, request.args?.payloads);
-            yield draft(request.name, args);
-          }
-          break;
-        }
-        case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED: {
-          const success = event.workflowExecutionUpdateCompletedEventAttributes!.outcome?.success;
-          if (!success?.payloads?.length) break;
-          const reply = (await decodePayload(converter, success.payloads)) as SegmentResultReply | undefined;
-          // Histories from before the settle record: every caller's wait for a segment answers
-          // with the same result; record it once.
-          if (
-            reply &&
-            typeof reply === 'object' &&
-            'settled' in reply &&
-            !reportedSegments.has(reply.settled.segment)
-          ) {
-            reportedSegments.add(reply.settled.segment);
-            yield draft('result', reply.settled);
-          }
-          break;
-        }
-        case EventType.EVENT_TYPE_MARKER_RECORDED: {
-          // The settle point: the segment's outcome, recorded once however many wait on it.
-          const settled = await settledOutcome(converter, event);
-          if (settled && !reportedSegments.has(settled.segment)) {
-            reportedSegments.add(settled.segment);
-            yield draft('result', settled);
-          }
-          break;
-        }
-        case EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: {
-          const attributes = event.activityTaskScheduledEventAttributes!;
-          const [input] = await decodePayloads(converter, attributes.input?.payloads);
-          scheduled.set(String(event.eventId), { type: attributes.activityType?.name ?? '', input });
-          break;
-        }
-        case EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: {
-          const attributes = event.activityTaskCompletedEventAttributes!;
-          const activity = scheduled.get(String(attributes.scheduledEventId));
-          if (!activity) break;
-          const result = await decodePayload(converter, attributes.result?.payloads);
-          for (const record of activityRecords(activity.type, activity.input, result)) {
-            yield draft(record.type, record.data);
-          }
-          break;
-        }
-        case EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED:
-        case EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
-        case EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED: {
-          const attributes =
-            event.activityTaskFailedEventAttributes ??
-            event.activityTaskTimedOutEventAttributes ??
-            event.activityTaskCanceledEventAttributes;
-          const activity = scheduled.get(String(attributes?.scheduledEventId));
-          const failure =
-            event.activityTaskFailedEventAttributes?.failure ?? event.activityTaskTimedOutEventAttributes?.failure;
-          const outcome = event.activityTaskCanceledEventAttributes
-            ? 'cancelled'
-            : event.activityTaskTimedOutEventAttributes
-              ? 'timed out'
-              : 'failed';
-          yield draft('activity.failed', {
-            activity: activity?.type,
-            outcome,
-            ...(failure?.message ? { failure: failure.message } : {}),
+  const scheduled = new Map<string, { type: string; input: unknown }>();
+  for await (const { event, temporalRunId: current, time } of runHistory(client, runId, follow)) {
+    const draft = (type: string, data: unknown): AuditDraft => ({
+      type,
+      time,
+      data: { temporalRunId: current, ...((data as object) ?? {}) },
+    });
+    switch (event.eventType) {
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED: {
+        const attributes = event.workflowExecutionStartedEventAttributes!;
+        const [input] = (await decodePayloads(converter, attributes.input?.payloads)) as [SubagentRunInput];
+        if (!input.carried) {
+          yield draft('start', {
+            provider: input.provider,
+            driver: input.driver,
+            request: input.request,
+            settings: input.settings,
           });
-          break;
-        }
-        case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
-          yield draft('cancel', { cause: event.workflowExecutionCancelRequestedEventAttributes?.cause ?? '' });
-          break;
-        case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
-          next = event.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
-          break;
-        case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: {
-          const outcome = await closedOutcome(converter, event);
-          // A segment that closed the run records no settle point: its result is the workflow's.
-          if (!reportedSegments.has(outcome.segment)) {
-            reportedSegments.add(outcome.segment);
-            const { segment, result, usage, resumableUntil } = outcome;
-            yield draft('result', {
-              segment,
-              result,
-              ...(usage === undefined ? {} : { usage }),
-              ...(resumableUntil === undefined ? {} : { resumableUntil }),
-            });
-          }
-          yield draft('close', {
-            closedBy: outcome.closedBy,
-            segment: outcome.segment,
-            stopReason: outcome.result.stopReason,
-            undeliveredMessages: outcome.undeliveredMessages,
+        } else {
+          yield draft('continue', {
+            segment: input.carried.segment,
+            turn: input.carried.turn,
+            pendingMessages: input.carried.pending.length,
           });
-          break;
         }
-        case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED:
-          yield draft('close', {
-            closedBy: 'terminated',
-            reason: event.workflowExecutionTerminatedEventAttributes?.reason ?? '',
-          });
-          break;
-        default:
-          break;
+        break;
       }
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED: {
+        const attributes = event.workflowExecutionSignaledEventAttributes!;
+        const [args] = await decodePayloads(converter, attributes.input?.payloads);
+        if (attributes.signalName === 'sendMessage') {
+          // A signal retried after a lost response is one message, as the workflow counts it.
+          const { content, id } = args as { content: unknown; id?: string };
+          if (id !== undefined && messageIds.has(id)) break;
+          if (id !== undefined) messageIds.add(id);
+          yield draft('message', { content });
+        } else if (attributes.signalName === 'childStarted') yield draft('child.start', args);
+        else if (attributes.signalName === 'permissionDecided') yield draft('permission', args);
+        break;
+      }
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED: {
+        const request = event.workflowExecutionUpdateAcceptedEventAttributes!.acceptedRequest?.input;
+        if (request?.name === 'resume' || request?.name === 'dispose') {
+          const [args] = await decodePayloads(converter, request.args?.payloads);
+          yield draft(request.name, args);
+        }
+        break;
+      }
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED: {
+        const success = event.workflowExecutionUpdateCompletedEventAttributes!.outcome?.success;
+        if (!success?.payloads?.length) break;
+        const reply = (await decodePayload(converter, success.payloads)) as SegmentResultReply | undefined;
+        // Histories from before the settle record: every caller's wait for a segment answers
+        // with the same result; record it once.
+        if (reply && typeof reply === 'object' && 'settled' in reply && !reportedSegments.has(reply.settled.segment)) {
+          reportedSegments.add(reply.settled.segment);
+          yield draft('result', reply.settled);
+        }
+        break;
+      }
+      case EventType.EVENT_TYPE_MARKER_RECORDED: {
+        // The settle point: the segment's outcome, recorded once however many wait on it.
+        const settled = await settledOutcome(converter, event);
+        if (settled && !reportedSegments.has(settled.segment)) {
+          reportedSegments.add(settled.segment);
+          yield draft('result', settled);
+        }
+        break;
+      }
+      case EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: {
+        const attributes = event.activityTaskScheduledEventAttributes!;
+        const [input] = await decodePayloads(converter, attributes.input?.payloads);
+        scheduled.set(`${current}/${event.eventId}`, { type: attributes.activityType?.name ?? '', input });
+        break;
+      }
+      case EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: {
+        const attributes = event.activityTaskCompletedEventAttributes!;
+        const activity = scheduled.get(`${current}/${attributes.scheduledEventId}`);
+        if (!activity) break;
+        const result = await decodePayload(converter, attributes.result?.payloads);
+        for (const record of activityRecords(activity.type, activity.input, result)) {
+          yield draft(record.type, record.data);
+        }
+        break;
+      }
+      case EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+      case EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+      case EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED: {
+        const attributes =
+          event.activityTaskFailedEventAttributes ??
+          event.activityTaskTimedOutEventAttributes ??
+          event.activityTaskCanceledEventAttributes;
+        const activity = scheduled.get(`${current}/${attributes?.scheduledEventId}`);
+        const failure =
+          event.activityTaskFailedEventAttributes?.failure ?? event.activityTaskTimedOutEventAttributes?.failure;
+        const outcome = event.activityTaskCanceledEventAttributes
+          ? 'cancelled'
+          : event.activityTaskTimedOutEventAttributes
+            ? 'timed out'
+            : 'failed';
+        yield draft('activity.failed', {
+          activity: activity?.type,
+          outcome,
+          ...(failure?.message ? { failure: failure.message } : {}),
+        });
+        break;
+      }
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
+        yield draft('cancel', { cause: event.workflowExecutionCancelRequestedEventAttributes?.cause ?? '' });
+        break;
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: {
+        const outcome = await closedOutcome(converter, event);
+        // A segment that closed the run records no settle point: its result is the workflow's.
+        if (!reportedSegments.has(outcome.segment)) {
+          reportedSegments.add(outcome.segment);
+          const { segment, result, usage, resumableUntil } = outcome;
+          yield draft('result', {
+            segment,
+            result,
+            ...(usage === undefined ? {} : { usage }),
+            ...(resumableUntil === undefined ? {} : { resumableUntil }),
+          });
+        }
+        yield draft('close', {
+          closedBy: outcome.closedBy,
+          segment: outcome.segment,
+          stopReason: outcome.result.stopReason,
+          undeliveredMessages: outcome.undeliveredMessages,
+        });
+        break;
+      }
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED:
+        yield draft('close', {
+          closedBy: 'terminated',
+          reason: event.workflowExecutionTerminatedEventAttributes?.reason ?? '',
+        });
+        break;
+      default:
+        break;
     }
-    temporalRunId = next;
   }
 }
 
@@ -244,38 +223,4 @@ function activityRecords(type: string, input: unknown, result: unknown): { type:
   if (RESERVED_ACTIVITY_NAMES.includes(type)) return [];
   const call = input as { callId: string; arguments: string };
   return [{ type: 'tool.call', data: { tool: type, callId: call.callId, arguments: call.arguments, result } }];
-}
-
-async function firstRunId(client: Client, runId: string): Promise<string> {
-  try {
-    const { raw } = await client.workflow.getHandle(runId).describe();
-    const info = raw.workflowExecutionInfo;
-    return info?.firstRunId || info?.execution?.runId || '';
-  } catch (err) {
-    if (err instanceof WorkflowNotFoundError) {
-      throw new SubagentError(`no subagent run with id "${runId}"`, 'UNKNOWN_RUN', { cause: err });
-    }
-    throw err;
-  }
-}
-
-/** One Temporal run's events; with `follow`, waiting for new ones until the run closes. */
-async function* historyEvents(
-  client: Client,
-  workflowId: string,
-  runId: string,
-  follow: boolean,
-): AsyncGenerator<HistoryEvent> {
-  let nextPageToken: Uint8Array | undefined;
-  for (;;) {
-    const response = await client.workflowService.getWorkflowExecutionHistory({
-      namespace: client.options.namespace,
-      execution: { workflowId, runId },
-      waitNewEvent: follow,
-      ...(nextPageToken ? { nextPageToken } : {}),
-    });
-    for (const event of response.history?.events ?? []) yield event;
-    if (!response.nextPageToken?.length) return;
-    nextPageToken = response.nextPageToken;
-  }
 }

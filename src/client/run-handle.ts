@@ -22,8 +22,9 @@ import type { subagentRunWorkflow } from '../../workflows/subagent-run';
 import type { ContentBlock } from '../seam/content';
 import { SubagentError } from '../seam/errors';
 import type { SubagentResult } from '../seam/result';
-import type { SubagentLogger, SubagentRun } from '../seam/run';
+import type { SubagentLogger, SubagentRun, SubagentRunEvent, SubagentRunEventsOptions } from '../seam/run';
 import { SubagentEvents } from './events';
+import { runEvents } from './run-events';
 import { type ObservedOutcome, OutcomeQueryMissing, segmentOutcome } from './run-outcomes';
 import { isUnreachable, toSubagentError } from './temporal-errors';
 import { assertPayloadWithin, contentBlocks } from './validate';
@@ -112,9 +113,16 @@ export class RunHandle {
     };
     if (init.steering) run.sendMessage = (content) => this.sendMessage(content);
     if (init.resumable) run.resume = (content) => this.resume(content);
+    run.events = (options) => this.events(options);
     // Not part of the seam's shape: lets `runStarted` wait until the run exists on the server.
     Object.defineProperty(run, STARTED, { value: this.started });
     this.run = run;
+  }
+
+  /** The run's progress events, once it exists on the server (see `runEvents`). */
+  private async *events(options?: SubagentRunEventsOptions): AsyncGenerator<SubagentRunEvent> {
+    await this.started;
+    yield* runEvents(this.context.client, this.init.runId, options);
   }
 
   private emitEvents(result: Promise<SubagentResult>): void {

@@ -18,6 +18,12 @@ export interface SubagentRun {
   sendMessage?(content: ContentBlock[]): void;
   /** Present when the provider can resume: continues the settled child and returns the new segment's run. */
   resume?(content: ContentBlock[]): SubagentRun;
+  /**
+   * Present on durable runs: the run's progress events from `options.from` on, across every
+   * segment, as they happen. Any process can read them (`attach(id).events()`), and a reader that
+   * restarts from its last offset + 1 misses none and sees none twice.
+   */
+  events?(options?: SubagentRunEventsOptions): AsyncIterable<SubagentRunEvent>;
 }
 
 export interface SubagentRunInfo {
@@ -44,4 +50,47 @@ export interface SubagentMessageUndeliveredInfo extends SubagentRunInfo {
 
 export interface SubagentLogger {
   warn(message: string, meta?: Record<string, unknown>): void;
+}
+
+/**
+ * What a run is doing, as its history records it: one of these per step, in order. Text comes
+ * whole per model call or turn as it is recorded.
+ */
+export type SubagentProgress =
+  | { type: 'turn-start'; turn: number }
+  | { type: 'text'; text: string }
+  | { type: 'tool-call-start'; callId: string; tool: string; arguments: string }
+  /** `summary`: the start of the tool's text output (at most 200 characters). */
+  | { type: 'tool-call-end'; callId: string; tool: string; isError: boolean; summary: string }
+  /** Tokens of one model call. */
+  | { type: 'usage'; promptTokens: number; completionTokens: number }
+  | { type: 'turn-end'; turn: number; stopReason: SubagentStopReason; diagnostic?: string }
+  /** A steering message reached the run (it waits for the child's next turn boundary). */
+  | { type: 'message'; content: ContentBlock[] }
+  /** The run delegated to a nested run. */
+  | { type: 'child-start'; childId: AgentId }
+  | { type: 'settled'; segment: number; result: SubagentResult }
+  | { type: 'resumed'; segment: number }
+  /** The run ended for good: it settled without resume, or was disposed, cancelled, expired or terminated. */
+  | { type: 'closed'; closedBy: string };
+
+/** A progress event of one run, at its place in the run's stream. */
+export type SubagentRunEvent = SubagentProgress & {
+  /**
+   * The event's place in the run's stream: 0, 1, 2, ... across resumes and continue-as-new. A
+   * reader that stopped after offset `n` continues with `events({ from: n + 1 })`.
+   */
+  offset: number;
+  runId: AgentId;
+  /** The run's delegation depth (1 for a child of the root agent). */
+  depth: number;
+  /** When the history recorded it (ISO 8601). */
+  time: string;
+};
+
+export interface SubagentRunEventsOptions {
+  /** The first offset to yield (default 0). */
+  from?: number;
+  /** Wait for events yet to come until the run closes (default true); false ends at what exists now. */
+  follow?: boolean;
 }

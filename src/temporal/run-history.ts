@@ -1,10 +1,13 @@
-// Reading the run workflow's history events: what a start carries and where a segment settled.
-// Observers (client/run-outcomes.ts) and the audit (audit/history.ts) read the same events.
+// Reading the run workflow's history: its events across every continue-as-new, what a start
+// carries and where a segment settled. Observers (client/run-outcomes.ts), progress events
+// (client/run-events.ts) and the audit (audit/history.ts) read the same events.
+import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { LoadedDataConverter, Payload } from '@temporalio/common';
 import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
 import { temporal } from '@temporalio/proto';
 import { SETTLED_ACTIVITY } from '../../activities/types';
 import type { SegmentOutcome, SubagentRunInput, SubagentRunOutcome } from '../../workflows/definitions';
+import { SubagentError } from '../seam/errors';
 import { retrievePayloads } from './payload-store';
 
 export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -59,4 +62,67 @@ export async function settledOutcome(
 export async function closedOutcome(converter: LoadedDataConverter, event: HistoryEvent): Promise<SubagentRunOutcome> {
   const payloads = event.workflowExecutionCompletedEventAttributes?.result?.payloads;
   return (await decodePayload(converter, payloads)) as SubagentRunOutcome;
+}
+
+/** One event of a run's history, with the Temporal run it belongs to and when it happened. */
+export interface RunHistoryEvent {
+  event: HistoryEvent;
+  temporalRunId: string;
+  /** ISO 8601, to the millisecond. */
+  time: string;
+}
+
+/**
+ * The run's history events in order, Temporal run after Temporal run across continue-as-new, until
+ * the run closes (or only what exists so far when `follow` is false). Rejects with `UNKNOWN_RUN`
+ * for an id with no workflow.
+ */
+export async function* runHistory(client: Client, runId: string, follow: boolean): AsyncGenerator<RunHistoryEvent> {
+  let temporalRunId: string | undefined = await firstRunId(client, runId);
+  while (temporalRunId) {
+    const current: string = temporalRunId;
+    temporalRunId = undefined;
+    for await (const event of historyEvents(client, runId, current, follow)) {
+      const at = event.eventTime;
+      const time = at ? new Date(Number(at.seconds) * 1000 + Math.floor((at.nanos ?? 0) / 1e6)).toISOString() : '';
+      yield { event, temporalRunId: current, time };
+      if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW) {
+        temporalRunId = event.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
+      }
+    }
+  }
+}
+
+async function firstRunId(client: Client, runId: string): Promise<string> {
+  try {
+    const { raw } = await client.workflow.getHandle(runId).describe();
+    const info = raw.workflowExecutionInfo;
+    return info?.firstRunId || info?.execution?.runId || '';
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) {
+      throw new SubagentError(`no subagent run with id "${runId}"`, 'UNKNOWN_RUN', { cause: err });
+    }
+    throw err;
+  }
+}
+
+/** One Temporal run's events; with `follow`, waiting for new ones until the run closes. */
+async function* historyEvents(
+  client: Client,
+  workflowId: string,
+  runId: string,
+  follow: boolean,
+): AsyncGenerator<HistoryEvent> {
+  let nextPageToken: Uint8Array | undefined;
+  for (;;) {
+    const response = await client.workflowService.getWorkflowExecutionHistory({
+      namespace: client.options.namespace,
+      execution: { workflowId, runId },
+      waitNewEvent: follow,
+      ...(nextPageToken ? { nextPageToken } : {}),
+    });
+    for (const event of response.history?.events ?? []) yield event;
+    if (!response.nextPageToken?.length) return;
+    nextPageToken = response.nextPageToken;
+  }
 }

@@ -6,7 +6,7 @@
 // PROVIDER_KIND=acp the acp provider running ACP_COMMAND (a JSON argv). SUBAGENT_WORKER_CACHED_RUNS
 // caps its workflow cache, as for the standalone worker; MEMORY_FILE receives its memory use twice
 // a second. Prints "ready".
-import { appendFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { createAcpProvider } from '../providers/acp';
 import { createSpawnProvider } from '../providers/llm';
@@ -55,7 +55,10 @@ async function main(): Promise<void> {
     const gc = (globalThis as { gc?: () => void }).gc;
     setInterval(() => {
       gc?.();
-      writeFileSync(process.env.MEMORY_FILE!, JSON.stringify(process.memoryUsage()));
+      // Whole or not at all: the bench may read it at any moment.
+      const file = process.env.MEMORY_FILE!;
+      writeFileSync(`${file}.new`, JSON.stringify(process.memoryUsage()));
+      renameSync(`${file}.new`, file);
     }, 500).unref();
   }
   console.log('ready');

@@ -1,0 +1,209 @@
+// A run's progress events, read from its history: every step the history records (turns, model
+// calls' text and usage, tool calls, messages, nested runs, settle points, resumes, the close)
+// becomes one event, numbered in the order the history holds them. Reading costs the run nothing
+// (history long polls, no query, no update), nothing a worker crash loses can have been read, and
+// the numbering is the same for every reader, so a reader resumes at any offset exactly.
+import type { Client } from '@temporalio/client';
+import {
+  MODEL_CALL_ACTIVITY,
+  type ModelCallResult,
+  RESERVED_ACTIVITY_NAMES,
+  type ToolActivityInput,
+  type ToolActivityResult,
+  TURN_ACTIVITY,
+  type TurnActivityResult,
+} from '../../activities/types';
+import type { SubagentRunInput } from '../../workflows/definitions';
+import { type ContentBlock, textOf } from '../seam/content';
+import { SubagentError } from '../seam/errors';
+import type { SubagentProgress, SubagentRunEvent, SubagentRunEventsOptions } from '../seam/run';
+import {
+  EventType,
+  closedOutcome,
+  decodePayload,
+  decodePayloads,
+  runHistory,
+  runInput,
+  settledOutcome,
+} from '../temporal/run-history';
+
+const SUMMARY_CHARS = 200;
+
+/** The run's progress events from `from` on; see `SubagentRun.events`. */
+export async function* runEvents(
+  client: Client,
+  runId: string,
+  { from = 0, follow = true }: SubagentRunEventsOptions = {},
+): AsyncGenerator<SubagentRunEvent> {
+  if (!Number.isSafeInteger(from) || from < 0) {
+    throw new SubagentError(`events: from must be an offset of 0 or more (got ${from})`, 'INVALID_REQUEST');
+  }
+  const converter = client.options.loadedDataConverter;
+  let offset = 0;
+  let depth = 0;
+  let turn: number | undefined;
+  const settledSegments = new Set<number>();
+  const messageIds = new Set<string>();
+  const scheduled = new Map<string, { type: string; input: unknown }>();
+  for await (const { event, temporalRunId, time } of runHistory(client, runId, follow)) {
+    const progress: SubagentProgress[] = [];
+    switch (event.eventType) {
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+        depth = ((await runInput(converter, event)) as SubagentRunInput).request.depth;
+        break;
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED: {
+        const { signalName, input } = event.workflowExecutionSignaledEventAttributes!;
+        if (signalName === 'childStarted') {
+          const { runId: childId } = (await decodePayload(converter, input?.payloads)) as { runId: string };
+          progress.push({ type: 'child-start', childId });
+        } else if (signalName === 'sendMessage') {
+          // A signal retried after a lost response is one message, as the workflow counts it.
+          const { content, id } = (await decodePayload(converter, input?.payloads)) as SentMessage;
+          if (id === undefined || !messageIds.has(id)) progress.push({ type: 'message', content });
+          if (id !== undefined) messageIds.add(id);
+        }
+        break;
+      }
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED: {
+        const request = event.workflowExecutionUpdateAcceptedEventAttributes!.acceptedRequest?.input;
+        if (request?.name !== 'resume') break;
+        const [args] = (await decodePayloads(converter, request.args?.payloads)) as [{ fromSegment: number }];
+        progress.push({ type: 'resumed', segment: args.fromSegment + 1 });
+        break;
+      }
+      case EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: {
+        const attributes = event.activityTaskScheduledEventAttributes!;
+        const type = attributes.activityType?.name ?? '';
+        const input = await decodePayload(converter, attributes.input?.payloads);
+        scheduled.set(`${temporalRunId}/${event.eventId}`, { type, input });
+        progress.push(...started(type, input));
+        break;
+      }
+      case EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: {
+        const attributes = event.activityTaskCompletedEventAttributes!;
+        const activity = scheduled.get(`${temporalRunId}/${attributes.scheduledEventId}`);
+        if (!activity) break;
+        progress.push(...completed(activity, await decodePayload(converter, attributes.result?.payloads)));
+        break;
+      }
+      case EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+      case EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: {
+        const attributes = event.activityTaskFailedEventAttributes ?? event.activityTaskTimedOutEventAttributes;
+        const activity = scheduled.get(`${temporalRunId}/${attributes?.scheduledEventId}`);
+        if (activity) progress.push(...failed(activity, attributes?.failure?.message ?? 'the activity failed'));
+        break;
+      }
+      case EventType.EVENT_TYPE_MARKER_RECORDED: {
+        const settled = await settledOutcome(converter, event);
+        if (settled && !settledSegments.has(settled.segment)) {
+          settledSegments.add(settled.segment);
+          progress.push({ type: 'settled', segment: settled.segment, result: settled.result });
+        }
+        break;
+      }
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: {
+        const outcome = await closedOutcome(converter, event);
+        // A segment that closed the run recorded no settle point: its result is the workflow's.
+        if (!settledSegments.has(outcome.segment)) {
+          settledSegments.add(outcome.segment);
+          progress.push({ type: 'settled', segment: outcome.segment, result: outcome.result });
+        }
+        progress.push({ type: 'closed', closedBy: outcome.closedBy });
+        break;
+      }
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED:
+        progress.push({ type: 'closed', closedBy: 'terminated' });
+        break;
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT:
+      case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED:
+        progress.push({ type: 'closed', closedBy: 'failed' });
+        break;
+      default:
+        break;
+    }
+    for (const step of progress) {
+      if (offset >= from) yield { ...step, offset, runId, depth, time };
+      offset++;
+    }
+  }
+
+  /** The events an activity's scheduling stands for: a turn begins, a tool is called. */
+  function started(type: string, input: unknown): SubagentProgress[] {
+    if (type === TURN_ACTIVITY || type === MODEL_CALL_ACTIVITY) {
+      const { turn: next } = input as { turn: number };
+      if (next === turn) return [];
+      turn = next;
+      return [{ type: 'turn-start', turn: next }];
+    }
+    if (RESERVED_ACTIVITY_NAMES.includes(type)) return [];
+    const call = input as ToolActivityInput;
+    return [{ type: 'tool-call-start', callId: call.callId, tool: type, arguments: call.arguments }];
+  }
+
+  /** The events an activity's result stands for: text, usage, the calls it answered, a turn's end, a tool's result. */
+  function completed({ type, input }: { type: string; input: unknown }, result: unknown): SubagentProgress[] {
+    if (type === TURN_ACTIVITY) {
+      const { output, stopReason, diagnostic } = result as TurnActivityResult;
+      const text = textOf(output);
+      return [
+        ...(text ? [{ type: 'text' as const, text }] : []),
+        { type: 'turn-end', turn: (input as { turn: number }).turn, stopReason, ...(diagnostic ? { diagnostic } : {}) },
+      ];
+    }
+    if (type === MODEL_CALL_ACTIVITY) {
+      const call = result as ModelCallResult;
+      const text = textOf(call.content.filter((block) => block.type === 'text'));
+      const events: SubagentProgress[] = [];
+      if (text) events.push({ type: 'text', text });
+      if (call.usage) events.push({ type: 'usage', ...call.usage });
+      // The calls the model-call activity answered itself (a denied tool, `structured_output`).
+      const calls = call.content.flatMap((block) => (block.type === 'tool-call' ? [block] : []));
+      for (const block of calls) {
+        const answer = call.answers?.[block.id] ?? call.toolCalls?.find((listed) => listed.id === block.id)?.answer;
+        if (!answer) continue;
+        events.push({ type: 'tool-call-start', callId: block.id, tool: block.name, arguments: block.arguments });
+        events.push(toolEnd(block.id, block.name, answer));
+      }
+      const toolsToRun = calls.length > 0 && call.stopReason === 'completed' && call.structured === undefined;
+      if (!toolsToRun) {
+        const { turn: ended } = input as { turn: number };
+        events.push({
+          type: 'turn-end',
+          turn: ended,
+          stopReason: call.stopReason,
+          ...(call.diagnostic ? { diagnostic: call.diagnostic } : {}),
+        });
+      }
+      return events;
+    }
+    if (RESERVED_ACTIVITY_NAMES.includes(type)) return [];
+    const { callId } = input as ToolActivityInput;
+    return [toolEnd(callId, type, result as ToolActivityResult)];
+  }
+
+  /** A turn or model call that failed after its retries ends its turn `error`; a tool that did returns an error. */
+  function failed({ type, input }: { type: string; input: unknown }, message: string): SubagentProgress[] {
+    if (type === TURN_ACTIVITY || type === MODEL_CALL_ACTIVITY) {
+      return [{ type: 'turn-end', turn: (input as { turn: number }).turn, stopReason: 'error', diagnostic: message }];
+    }
+    if (RESERVED_ACTIVITY_NAMES.includes(type)) return [];
+    const { callId } = input as ToolActivityInput;
+    return [{ type: 'tool-call-end', callId, tool: type, isError: true, summary: message.slice(0, SUMMARY_CHARS) }];
+  }
+}
+
+interface SentMessage {
+  content: ContentBlock[];
+  id?: string;
+}
+
+function toolEnd(callId: string, tool: string, outcome: ToolActivityResult): SubagentProgress {
+  return {
+    type: 'tool-call-end',
+    callId,
+    tool,
+    isError: outcome.isError,
+    summary: textOf(outcome.content).slice(0, SUMMARY_CHARS),
+  };
+}

@@ -1,0 +1,172 @@
+// A run's progress events (`run.events()`): what the history records, numbered, live, from any
+// process, across resume (continue-as-new); a reader that restarts from its last offset + 1 sees
+// every event once.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type SubagentRun, type SubagentRunEvent, SubagentError } from '../../src';
+import { type FakeOpenAI, type FakeReply, startFakeOpenAI, textReply, toolCallReply } from '../../src/testing';
+import { createSpawnProvider } from '../../src/worker';
+import {
+  type TestTemporal,
+  connectTestTemporal,
+  eventually,
+  newService,
+  startWorker,
+  text,
+  uniqueName,
+} from '../helpers/temporal';
+
+const cwd = mkdtempSync(join(tmpdir(), 'subagent-run-events-'));
+writeFileSync(join(cwd, 'notes.txt'), 'listed here\n');
+const parent = { id: 'parent', session: { header: { id: 's', cwd } } };
+
+let fake: FakeOpenAI;
+let spawn: ReturnType<typeof createSpawnProvider>;
+let temporal: TestTemporal;
+let service: ReturnType<typeof newService>;
+let stopWorker: () => Promise<void>;
+
+beforeAll(async () => {
+  fake = await startFakeOpenAI();
+  spawn = createSpawnProvider({ name: uniqueName('spawn'), endpoint: { baseURL: fake.baseURL, model: 'fake-model' } });
+  temporal = await connectTestTemporal();
+  stopWorker = await startWorker(temporal, [spawn]);
+  service = newService(temporal);
+  service.registerProvider(spawn);
+});
+afterAll(async () => {
+  await stopWorker?.();
+  await temporal?.close();
+  await fake?.close();
+});
+
+/** A model reply held until `release()`. */
+function heldReply(reply: FakeReply): { reply: Promise<FakeReply>; release(): void } {
+  let release = () => {};
+  const held = new Promise<FakeReply>((resolve) => (release = () => resolve(reply)));
+  return { reply: held, release };
+}
+
+/** Reads `run`'s events into `seen` until one of type `until` (or the stream's end). */
+async function readUntil(
+  events: AsyncIterable<SubagentRunEvent>,
+  seen: SubagentRunEvent[],
+  until?: SubagentRunEvent['type'],
+) {
+  for await (const event of events) {
+    seen.push(event);
+    if (event.type === until) return;
+  }
+}
+
+const shape = (events: SubagentRunEvent[]) =>
+  events.map(({ offset: _, time: __, runId: ___, depth: ____, ...step }) => step);
+
+describe('run.events()', () => {
+  let run: SubagentRun;
+  let resumed: SubagentRun;
+  const live: SubagentRunEvent[] = [];
+
+  it('yields each step as the history records it, live, before the run settles', async () => {
+    const second = heldReply(textReply('listed'));
+    fake.enqueue(
+      toolCallReply([
+        { name: 'list_directory', arguments: {} },
+        { name: 'no_such_tool', arguments: {} },
+      ]),
+      second.reply,
+    );
+    run = service.start(spawn.name, { prompt: text('list it'), parent });
+    const reading = readUntil(run.events!(), live, 'settled');
+    // The second model call is held: what came before it is already there to read.
+    await eventually(() => live.find((event) => event.type === 'tool-call-end' && event.tool === 'list_directory'));
+    expect(live.some((event) => event.type === 'settled')).toBe(false);
+    second.release();
+    await reading;
+    await run.result;
+
+    expect(shape(live)).toEqual([
+      { type: 'turn-start', turn: 0 },
+      { type: 'usage', promptTokens: 10, completionTokens: 5 },
+      // Answered by the model call itself: the child has no such tool.
+      { type: 'tool-call-start', callId: 'call_2', tool: 'no_such_tool', arguments: '{}' },
+      {
+        type: 'tool-call-end',
+        callId: 'call_2',
+        tool: 'no_such_tool',
+        isError: true,
+        summary: expect.stringContaining('is not available to this subagent'),
+      },
+      { type: 'tool-call-start', callId: 'call_1', tool: 'list_directory', arguments: '{}' },
+      { type: 'tool-call-end', callId: 'call_1', tool: 'list_directory', isError: false, summary: 'notes.txt' },
+      { type: 'text', text: 'listed' },
+      { type: 'usage', promptTokens: 10, completionTokens: 5 },
+      { type: 'turn-end', turn: 0, stopReason: 'completed' },
+      { type: 'settled', segment: 0, result: { output: text('listed'), stopReason: 'completed' } },
+    ]);
+    expect(live.map((event) => event.offset)).toEqual(live.map((_, index) => index));
+    expect(new Set(live.map((event) => `${event.runId} ${event.depth}`))).toEqual(new Set([`${run.id} 1`]));
+  });
+
+  it('continues its numbering across a resume, and reads the same from another connection', async () => {
+    fake.enqueue(textReply('again'));
+    resumed = run.resume!(text('once more'));
+    await resumed.result;
+
+    const elsewhere = await connectTestTemporal();
+    try {
+      const attached = newService(elsewhere).attach(run.id);
+      const all: SubagentRunEvent[] = [];
+      await readUntil(attached.events!({ follow: false }), all);
+      expect(all.slice(0, live.length)).toEqual(live);
+      expect(shape(all.slice(live.length))).toEqual([
+        { type: 'resumed', segment: 1 },
+        { type: 'turn-start', turn: 1 },
+        { type: 'text', text: 'again' },
+        { type: 'usage', promptTokens: 10, completionTokens: 5 },
+        { type: 'turn-end', turn: 1, stopReason: 'completed' },
+        { type: 'settled', segment: 1, result: { output: text('again'), stopReason: 'completed' } },
+      ]);
+      expect(all.map((event) => event.offset)).toEqual(all.map((_, index) => index));
+
+      // A reader that stops part way and starts again from its last offset + 1 (here in another
+      // process's stead: another connection and service) sees every event once.
+      const first: SubagentRunEvent[] = [];
+      for await (const event of run.events!({ follow: false })) {
+        first.push(event);
+        if (first.length === 7) break;
+      }
+      const rest: SubagentRunEvent[] = [];
+      await readUntil(attached.events!({ from: first.at(-1)!.offset + 1, follow: false }), rest);
+      expect([...first, ...rest]).toEqual(all);
+    } finally {
+      await elsewhere.close();
+    }
+  });
+
+  it('ends a followed stream with the close', async () => {
+    const tail: SubagentRunEvent[] = [];
+    const from = (await collect(resumed.events!({ follow: false }))).length;
+    const reading = readUntil(resumed.events!({ from }), tail);
+    await resumed.dispose();
+    await reading;
+    expect(shape(tail)).toEqual([{ type: 'closed', closedBy: 'disposed' }]);
+    expect(tail[0]!.offset).toBe(from);
+  });
+
+  it('refuses an offset that is not one, and an id with no run', async () => {
+    await expect(collect(run.events!({ from: -1 }))).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+    const unknown = service.attach(`${run.id}-nope`);
+    await expect(unknown.result).rejects.toMatchObject({ code: 'UNKNOWN_RUN' });
+    const refusal = collect(unknown.events!({ follow: false }));
+    await expect(refusal).rejects.toBeInstanceOf(SubagentError);
+    await expect(refusal).rejects.toMatchObject({ code: 'UNKNOWN_RUN' });
+  });
+});
+
+async function collect(events: AsyncIterable<SubagentRunEvent>): Promise<SubagentRunEvent[]> {
+  const all: SubagentRunEvent[] = [];
+  for await (const event of events) all.push(event);
+  return all;
+}
