@@ -29,15 +29,111 @@ import {
 
 const SUMMARY_CHARS = 200;
 
-/** The run's progress events from `from` on; see `SubagentRun.events`. */
+/** The run's progress events from `from` on, with its nested runs' if asked; see `SubagentRun.events`. */
 export async function* runEvents(
   client: Client,
   runId: string,
-  { from = 0, follow = true }: SubagentRunEventsOptions = {},
+  { from = 0, follow = true, nested = false }: SubagentRunEventsOptions = {},
 ): AsyncGenerator<SubagentRunEvent> {
-  if (!Number.isSafeInteger(from) || from < 0) {
-    throw new SubagentError(`events: from must be an offset of 0 or more (got ${from})`, 'INVALID_REQUEST');
+  const firstOffsets = typeof from === 'number' ? { [runId]: from } : from;
+  for (const [id, offset] of Object.entries(firstOffsets)) {
+    if (!Number.isSafeInteger(offset) || offset < 0) {
+      throw new SubagentError(
+        `events: from must be an offset of 0 or more (got ${offset} for ${id})`,
+        'INVALID_REQUEST',
+      );
+    }
   }
+  const firstOf = (id: string) => firstOffsets[id] ?? 0;
+  if (!nested) {
+    for await (const event of runStream(client, runId, follow)) if (event.offset >= firstOf(runId)) yield event;
+    return;
+  }
+  yield* treeEvents(client, runId, follow, firstOf);
+}
+
+/**
+ * The events of the run and of every run it delegated to, down the tree, as they come: each
+ * run's stream read concurrently, a nested run's from its `child-start` on. Without `follow`, it
+ * ends once every stream has. With `follow`, it ends with the run's own close, after what the
+ * nested runs have recorded by then (a nested run may stay parked long after).
+ */
+async function* treeEvents(
+  client: Client,
+  rootId: string,
+  follow: boolean,
+  firstOf: (runId: string) => number,
+): AsyncGenerator<SubagentRunEvent> {
+  const stop = new AbortController();
+  type Next = { stream: AsyncGenerator<SubagentRunEvent>; next: IteratorResult<SubagentRunEvent> };
+  const reading = new Map<AsyncGenerator<SubagentRunEvent>, Promise<Next>>();
+  const streams = new Map<AsyncGenerator<SubagentRunEvent>, string>();
+  /** The next offset not yet read, by run. */
+  const reached = new Map<string, number>();
+  const read = (stream: AsyncGenerator<SubagentRunEvent>) =>
+    reading.set(
+      stream,
+      stream.next().then(
+        (next) => ({ stream, next }),
+        // A nested run gone from the server (its retention ran out) has nothing more to tell.
+        (err: unknown) => {
+          if (streams.get(stream) !== rootId && err instanceof SubagentError && err.code === 'UNKNOWN_RUN') {
+            return { stream, next: { done: true, value: undefined } };
+          }
+          throw err;
+        },
+      ),
+    );
+  const open = (runId: string, follows: boolean, signal?: AbortSignal) => {
+    reached.set(runId, reached.get(runId) ?? 0);
+    const stream = runStream(client, runId, follows, signal);
+    streams.set(stream, runId);
+    read(stream);
+  };
+  open(rootId, follow, stop.signal);
+  let rootClosed = false;
+  try {
+    while (reading.size > 0) {
+      const { stream, next } = await Promise.race(reading.values());
+      if (next.done) {
+        reading.delete(stream);
+        if (streams.get(stream) === rootId && follow && !rootClosed) {
+          // The rest of the tree: what it holds now, no waiting.
+          rootClosed = true;
+          stop.abort();
+          for (const [pending, runId] of streams) {
+            const abandoned = reading.get(pending);
+            if (!abandoned) continue;
+            abandoned.catch(() => undefined);
+            reading.delete(pending);
+            open(runId, false);
+          }
+        }
+        continue;
+      }
+      read(stream);
+      const event = next.value;
+      if (event.offset < reached.get(event.runId)!) continue;
+      reached.set(event.runId, event.offset + 1);
+      if (event.type === 'child-start' && !reached.has(event.childId)) {
+        open(event.childId, follow && !rootClosed, rootClosed ? undefined : stop.signal);
+      }
+      if (event.offset >= firstOf(event.runId)) yield event;
+    }
+  } finally {
+    // Readers still waiting on a long poll stop; what they would have read is nobody's now.
+    stop.abort();
+    for (const pending of reading.values()) pending.catch(() => undefined);
+  }
+}
+
+/** Every progress event of one run, from offset 0, as its history records them. */
+async function* runStream(
+  client: Client,
+  runId: string,
+  follow: boolean,
+  signal?: AbortSignal,
+): AsyncGenerator<SubagentRunEvent> {
   const converter = client.options.loadedDataConverter;
   let offset = 0;
   let depth = 0;
@@ -45,7 +141,7 @@ export async function* runEvents(
   const settledSegments = new Set<number>();
   const messageIds = new Set<string>();
   const scheduled = new Map<string, { type: string; input: unknown }>();
-  for await (const { event, temporalRunId, time } of runHistory(client, runId, follow)) {
+  for await (const { event, temporalRunId, time } of runHistory(client, runId, follow, signal)) {
     const progress: SubagentProgress[] = [];
     switch (event.eventType) {
       case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
@@ -122,10 +218,7 @@ export async function* runEvents(
       default:
         break;
     }
-    for (const step of progress) {
-      if (offset >= from) yield { ...step, offset, runId, depth, time };
-      offset++;
-    }
+    for (const step of progress) yield { ...step, offset: offset++, runId, depth, time };
   }
 
   /** The events an activity's scheduling stands for: a turn begins, a tool is called. */

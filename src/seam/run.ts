@@ -89,8 +89,16 @@ export type SubagentRunEvent = SubagentProgress & {
 };
 
 export interface SubagentRunEventsOptions {
-  /** The first offset to yield (default 0). */
-  from?: number;
+  /**
+   * Where to begin: the first offset to yield (default 0); with `nested`, the first offset of each
+   * run by id (a run not named begins at 0). A reader keeps `cursor[event.runId] = event.offset + 1`.
+   */
+  from?: number | Readonly<Record<AgentId, number>>;
   /** Wait for events yet to come until the run closes (default true); false ends at what exists now. */
   follow?: boolean;
+  /**
+   * The events of the runs this run delegated to as well, and of theirs, each tagged with its run
+   * and depth and numbered in its own run's stream. A followed stream ends with the run's close.
+   */
+  nested?: boolean;
 }

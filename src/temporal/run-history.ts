@@ -75,14 +75,19 @@ export interface RunHistoryEvent {
 /**
  * The run's history events in order, Temporal run after Temporal run across continue-as-new, until
  * the run closes (or only what exists so far when `follow` is false). Rejects with `UNKNOWN_RUN`
- * for an id with no workflow.
+ * for an id with no workflow; `signal` aborts a long poll in flight.
  */
-export async function* runHistory(client: Client, runId: string, follow: boolean): AsyncGenerator<RunHistoryEvent> {
+export async function* runHistory(
+  client: Client,
+  runId: string,
+  follow: boolean,
+  signal?: AbortSignal,
+): AsyncGenerator<RunHistoryEvent> {
   let temporalRunId: string | undefined = await firstRunId(client, runId);
   while (temporalRunId) {
     const current: string = temporalRunId;
     temporalRunId = undefined;
-    for await (const event of historyEvents(client, runId, current, follow)) {
+    for await (const event of historyEvents(client, runId, current, follow, signal)) {
       const at = event.eventTime;
       const time = at ? new Date(Number(at.seconds) * 1000 + Math.floor((at.nanos ?? 0) / 1e6)).toISOString() : '';
       yield { event, temporalRunId: current, time };
@@ -112,15 +117,18 @@ async function* historyEvents(
   workflowId: string,
   runId: string,
   follow: boolean,
+  signal: AbortSignal | undefined,
 ): AsyncGenerator<HistoryEvent> {
   let nextPageToken: Uint8Array | undefined;
   for (;;) {
-    const response = await client.workflowService.getWorkflowExecutionHistory({
-      namespace: client.options.namespace,
-      execution: { workflowId, runId },
-      waitNewEvent: follow,
-      ...(nextPageToken ? { nextPageToken } : {}),
-    });
+    const read = () =>
+      client.workflowService.getWorkflowExecutionHistory({
+        namespace: client.options.namespace,
+        execution: { workflowId, runId },
+        waitNewEvent: follow,
+        ...(nextPageToken ? { nextPageToken } : {}),
+      });
+    const response = await (signal ? client.connection.withAbortSignal(signal, read) : read());
     for (const event of response.history?.events ?? []) yield event;
     if (!response.nextPageToken?.length) return;
     nextPageToken = response.nextPageToken;

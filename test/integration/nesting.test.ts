@@ -1,6 +1,7 @@
 // Nested delegations: a provider running in a worker's activity delegates through the service the
 // worker offers. The worker is a separate process, so depth and maxDepth hold across processes;
 // cancelling a run cancels its descendants.
+import type { SubagentRunEvent } from '../../src';
 import { createScriptedProvider, ReadyProcess, ScriptedTurn, spawnWorkerProcess } from '../../src/testing';
 import { statusQuery, SubagentRunOutcome, SubagentRunStatus } from '../../workflows/definitions';
 import { connectTestTemporal, eventually, newService, TestTemporal, text, uniqueName } from '../helpers/temporal';
@@ -84,4 +85,51 @@ it('cancels every descendant when a run is cancelled', async () => {
     ['aborted', 'cancelled'],
     ['aborted', 'cancelled'],
   ]);
+}, 60_000);
+
+it('streams the events of the whole tree, each tagged with its run and depth, and resumes at a cursor', async () => {
+  const run = start([delegating([delegating([{ reply: 'leaf' }], 'child got {child}')], 'parent got {child}')]);
+  const live: SubagentRunEvent[] = [];
+  for await (const event of run.events!({ nested: true })) live.push(event);
+  expect((await run.result).stopReason).toBe('completed');
+
+  const byRun = (events: SubagentRunEvent[]) => {
+    const runs = new Map<string, SubagentRunEvent[]>();
+    for (const event of events) runs.set(event.runId, [...(runs.get(event.runId) ?? []), event]);
+    return runs;
+  };
+  const parent = await status(run.id);
+  const child = await status(parent.children[0]!);
+  const tree = byRun(live);
+  expect([...tree.keys()].sort()).toEqual([run.id, parent.children[0], child.children[0]].sort());
+  for (const [runId, events] of tree) {
+    // Each run's own stream, whole and in order: from its first offset to its close.
+    expect(events.map((event) => event.offset)).toEqual(events.map((_, index) => index));
+    expect(events.at(-1)).toMatchObject({ type: 'closed' });
+    expect(new Set(events.map((event) => event.depth))).toEqual(
+      new Set([runId === run.id ? 1 : runId === parent.children[0] ? 2 : 3]),
+    );
+  }
+  expect(tree.get(run.id)).toContainEqual(
+    expect.objectContaining({ type: 'child-start', childId: parent.children[0] }),
+  );
+  expect(tree.get(child.children[0]!)).toContainEqual(
+    expect.objectContaining({ type: 'text', text: 'leaf', depth: 3 }),
+  );
+
+  // A reader that stopped part way through resumes at its cursor: every event of every run once.
+  const cursor: Record<string, number> = {};
+  const first: SubagentRunEvent[] = [];
+  for await (const event of run.events!({ nested: true, follow: false })) {
+    first.push(event);
+    cursor[event.runId] = event.offset + 1;
+    if (first.length === Math.floor(live.length / 2)) break;
+  }
+  const rest: SubagentRunEvent[] = [];
+  for await (const event of run.events!({ nested: true, follow: false, from: cursor })) rest.push(event);
+  const again = byRun([...first, ...rest]);
+  expect(new Map([...again].map(([runId, events]) => [runId, events.map((e) => e.offset)]))).toEqual(
+    new Map([...tree].map(([runId, events]) => [runId, events.map((e) => e.offset)])),
+  );
+  expect([...first, ...rest]).toHaveLength(live.length);
 }, 60_000);
