@@ -11,6 +11,7 @@ import type { SubagentAgentProvider, SubagentHostedProvider, SubagentTurnProvide
 import { CachedRunContext, RunContextCache } from './run-context-cache';
 import { FINAL_FAILURE_TYPES, type RunContextSnapshot, type TurnActivityInput } from './types';
 import type { TranscriptEntry } from '../src/seam/request';
+import type { TextDeltaArgs } from '../workflows/definitions';
 
 export interface ActivityDependencies {
   providers: ReadonlyMap<string, SubagentHostedProvider>;
@@ -20,6 +21,10 @@ export interface ActivityDependencies {
   fetchPendingMessages(runId: string): Promise<ContentBlock[][]>;
   /** Records a permission decision in the run's history (a signal to its workflow). */
   recordPermission?(runId: string, decision: SubagentPermissionDecision): Promise<void>;
+  /** Records a batch of streamed text in the run's history (a signal to its workflow). */
+  publishText?(runId: string, delta: TextDeltaArgs): Promise<void>;
+  /** How often a streaming model call hands its text on, at most (default 250 ms). */
+  textBatchMs?: number;
   cache?: RunContextCache;
   /** How often the host heartbeats while an activity runs; cancellation arrives with heartbeats. */
   heartbeatIntervalMs?: number;

@@ -48,8 +48,18 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
         ...(input.toolResultIds ? { toolResultIds: input.toolResultIds } : {}),
       });
       const conversation = [...context.entries, ...context.tail];
-      const signal = Context.current().cancellationSignal;
-      const outcome = await callModel(clientFor(provider), provider, context.request, conversation, signal);
+      const { cancellationSignal: signal, info } = Context.current();
+      const { publishText, textBatchMs = 250 } = host.deps;
+      const streaming = provider.endpoint.stream !== false && publishText !== undefined;
+      const publisher = streaming
+        ? textPublisher((text) => publishText(runId, { turn: input.turn, attempt: info.attempt, text }), textBatchMs)
+        : undefined;
+      let outcome: ModelCallOutcome;
+      try {
+        outcome = await callModel(clientFor(provider), provider, context.request, conversation, signal, publisher?.add);
+      } finally {
+        await publisher?.close();
+      }
       host.assertWithinLimit(outcome, 'the model response');
       const outputId = newEntryId();
       host.cache.put(runId, {
@@ -76,6 +86,38 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
   };
 }
 
+/**
+ * Hands a streaming call's text on in batches, in order: at most one every `intervalMs`, the
+ * first `intervalMs` after the text begins, so a call that ends sooner publishes nothing (its
+ * result holds the whole text). `close` drops what is not sent yet and waits for what is, so
+ * every batch is in history before the call's result. A batch that cannot be sent is skipped.
+ */
+export function textPublisher(
+  publish: (text: string) => Promise<void>,
+  intervalMs: number,
+): { add(delta: string): void; close(): Promise<void> } {
+  let pending = '';
+  let timer: NodeJS.Timeout | undefined;
+  let sending = Promise.resolve();
+  const flush = () => {
+    timer = undefined;
+    const text = pending;
+    pending = '';
+    if (text) sending = sending.then(() => publish(text)).catch(() => undefined);
+  };
+  return {
+    add(delta) {
+      pending += delta;
+      timer ??= setTimeout(flush, intervalMs);
+    },
+    async close() {
+      clearTimeout(timer);
+      pending = '';
+      await sending;
+    },
+  };
+}
+
 /** The tools a run may call: the provider's, narrowed by the request's filter (deny wins). */
 export function allowedToolNames(provider: SubagentAgentProvider, request: ResolvedSubagentRequest): Set<string> {
   const { allow, deny } = request.toolFilter ?? {};
@@ -96,6 +138,8 @@ export async function callModel(
   request: ResolvedSubagentRequest,
   conversation: readonly TranscriptEntry[],
   signal: AbortSignal,
+  /** Streams the call (server-sent events), handing each piece of text to it as it comes. */
+  onText?: (delta: string) => void,
 ): Promise<ModelCallOutcome> {
   const model = requestedModel(request) ?? provider.endpoint.model;
   if (!model) {
@@ -109,16 +153,25 @@ export async function callModel(
   const system = structured ? structured.systemPrompt(provider.systemPrompt) : provider.systemPrompt;
 
   let completion: OpenAI.Chat.Completions.ChatCompletion;
+  const body = {
+    model,
+    messages: toChatMessages(system, withinContext(conversation, provider.endpoint.maxContextChars)),
+    ...(offered.length > 0 ? { tools: offered } : {}),
+    ...(provider.endpoint.maxTokens ? { max_tokens: provider.endpoint.maxTokens } : {}),
+  };
+  const options = {
+    signal,
+    maxRetries: 0,
+    ...(provider.endpoint.timeoutMs ? { timeout: provider.endpoint.timeoutMs } : {}),
+  };
   try {
-    completion = await client.chat.completions.create(
-      {
-        model,
-        messages: toChatMessages(system, withinContext(conversation, provider.endpoint.maxContextChars)),
-        ...(offered.length > 0 ? { tools: offered } : {}),
-        ...(provider.endpoint.maxTokens ? { max_tokens: provider.endpoint.maxTokens } : {}),
-      },
-      { signal, maxRetries: 0, ...(provider.endpoint.timeoutMs ? { timeout: provider.endpoint.timeoutMs } : {}) },
-    );
+    if (onText) {
+      const stream = client.chat.completions.stream({ ...body, stream_options: { include_usage: true } }, options);
+      stream.on('content.delta', ({ delta }) => onText(delta));
+      completion = await stream.finalChatCompletion();
+    } else {
+      completion = await client.chat.completions.create(body, options);
+    }
   } catch (err) {
     if (signal.aborted) throw err;
     return endpointFailure(err);

@@ -162,6 +162,18 @@ export const sendMessageSignal = defineSignal<[SendMessageArgs]>('sendMessage');
  * decision is in history (and the audit) on every path the turn may take afterwards.
  */
 export const permissionDecidedSignal = defineSignal<[SubagentPermissionDecision]>('permissionDecided');
+/** Text a model call has streamed so far (a batch of it), for the run's observers. */
+export interface TextDeltaArgs {
+  turn: number;
+  /** The model call's attempt: a retried call streams its text again from the start. */
+  attempt: number;
+  text: string;
+}
+/**
+ * Sent by a streaming model call to its own run with each batch of text: the batch is then in
+ * history, where `run.events()` reads it, and no worker crash can take it back.
+ */
+export const textDeltaSignal = defineSignal<[TextDeltaArgs]>('textDelta');
 /** Sent by a nested run to its parent run when it starts, so the parent can cancel it. */
 export const childStartedSignal = defineSignal<[{ runId: string }]>('childStarted');
 /**

@@ -44,6 +44,7 @@ import {
   segmentResultUpdate,
   sendMessageSignal,
   statusQuery,
+  textDeltaSignal,
   wakeUpdate,
 } from './definitions';
 import { PROVIDER_ATTRIBUTE, STATUS_ATTRIBUTE, STOP_REASON_ATTRIBUTE } from './search-attributes';
@@ -128,8 +129,9 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     children.add(runId);
   });
 
-  // Recorded in history by arriving; nothing to do with it here.
+  // Recorded in history by arriving; nothing to do with them here.
   setHandler(permissionDecidedSignal, () => undefined);
+  setHandler(textDeltaSignal, () => undefined);
 
   setHandler(
     segmentResultUpdate,

@@ -13,7 +13,7 @@ import {
   TURN_ACTIVITY,
   type TurnActivityResult,
 } from '../../activities/types';
-import type { SubagentRunInput } from '../../workflows/definitions';
+import type { SubagentRunInput, TextDeltaArgs } from '../../workflows/definitions';
 import { type ContentBlock, textOf } from '../seam/content';
 import { SubagentError } from '../seam/errors';
 import type { SubagentProgress, SubagentRunEvent, SubagentRunEventsOptions } from '../seam/run';
@@ -152,6 +152,9 @@ async function* runStream(
         if (signalName === 'childStarted') {
           const { runId: childId } = (await decodePayload(converter, input?.payloads)) as { runId: string };
           progress.push({ type: 'child-start', childId });
+        } else if (signalName === 'textDelta') {
+          const { turn: deltaTurn, attempt, text } = (await decodePayload(converter, input?.payloads)) as TextDeltaArgs;
+          progress.push({ type: 'text-delta', turn: deltaTurn, attempt, text });
         } else if (signalName === 'sendMessage') {
           // A signal retried after a lost response is one message, as the workflow counts it.
           const { content, id } = (await decodePayload(converter, input?.payloads)) as SentMessage;

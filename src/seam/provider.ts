@@ -145,6 +145,11 @@ export interface SubagentModelEndpoint {
    * fits the model's window. History keeps every output whole. Default: no limit.
    */
   maxContextChars?: number;
+  /**
+   * Stream each call (server-sent events) and hand its text to the run's observers as it comes
+   * (`text-delta` progress events). Default true; false for an endpoint that cannot stream.
+   */
+  stream?: boolean;
 }
 
 /**

@@ -53,11 +53,13 @@ export interface SubagentLogger {
 }
 
 /**
- * What a run is doing, as its history records it: one of these per step, in order. Text comes
- * whole per model call or turn as it is recorded.
+ * What a run is doing, as its history records it: one of these per step, in order. A streaming
+ * model call's text comes in batches as it is generated (`text-delta`; a retried call's attempt
+ * streams again from the start), then whole once the call answered (`text`, which supersedes them).
  */
 export type SubagentProgress =
   | { type: 'turn-start'; turn: number }
+  | { type: 'text-delta'; turn: number; attempt: number; text: string }
   | { type: 'text'; text: string }
   | { type: 'tool-call-start'; callId: string; tool: string; arguments: string }
   /** `summary`: the start of the tool's text output (at most 200 characters). */

@@ -1,6 +1,7 @@
 // Test double for an OpenAI-compatible chat-completions endpoint (OpenAI, DeepSeek, vLLM, Ollama): a real HTTP
 // server on loopback that answers POST /v1/chat/completions from a per-request script and records every request,
-// so tests can drive the official `openai` client without a network or an API key.
+// so tests can drive the official `openai` client without a network or an API key. A request with
+// `stream: true` is answered with the same completion as server-sent events, a chunk per word.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
@@ -17,7 +18,15 @@ export interface FakeChatRequest {
 }
 
 export type FakeReply =
-  | { kind: 'json'; status?: number; headers?: Record<string, string>; body: unknown; delayMs?: number }
+  | {
+      kind: 'json';
+      status?: number;
+      headers?: Record<string, string>;
+      body: unknown;
+      delayMs?: number;
+      /** Streamed (`stream: true`): the wait before each word of the content. */
+      tokenDelayMs?: number;
+    }
   | { kind: 'hang' };
 
 export type FakeHandler = (request: FakeChatRequest) => FakeReply | Promise<FakeReply>;
@@ -102,20 +111,29 @@ export function textReply(
     finishReason?: 'stop' | 'length' | 'content_filter';
     usage?: Usage;
     delayMs?: number;
+    tokenDelayMs?: number;
     model?: string;
   } = {},
 ): FakeReply {
-  return completionReply(
-    (ctx) =>
-      chatCompletion(
-        ctx,
-        { role: 'assistant', content: text, refusal: null },
-        options.finishReason ?? 'stop',
-        options.usage,
-      ),
-    options.delayMs,
-    options.model,
+  return withTokenDelay(
+    options.tokenDelayMs,
+    completionReply(
+      (ctx) =>
+        chatCompletion(
+          ctx,
+          { role: 'assistant', content: text, refusal: null },
+          options.finishReason ?? 'stop',
+          options.usage,
+        ),
+      options.delayMs,
+      options.model,
+    ),
   );
+}
+
+function withTokenDelay(tokenDelayMs: number | undefined, reply: FakeReply): FakeReply {
+  if (tokenDelayMs !== undefined && reply.kind === 'json') reply.tokenDelayMs = tokenDelayMs;
+  return reply;
 }
 
 /** `arguments`: a string is sent as is, anything else is JSON-encoded (undefined becomes '{}'). */
@@ -343,7 +361,13 @@ export async function startFakeOpenAI(options: { handler?: FakeHandler } = {}): 
     const render = (reply as FakeReply & Renderable)[RENDER];
     const model = typeof request.body?.model === 'string' ? (request.body.model as string) : DEFAULT_MODEL;
     const body = render ? render(context(model)) : reply.body;
-    sendJson(res, reply.status ?? 200, body, reply.headers);
+    const status = reply.status ?? 200;
+    if (request.body?.stream === true && status === 200 && isCompletion(body)) {
+      const includeUsage = request.body?.stream_options?.include_usage === true;
+      await streamCompletion(res, body, includeUsage, reply.tokenDelayMs ?? 0, done);
+      return;
+    }
+    sendJson(res, status, body, reply.headers);
   };
 
   const server = createServer((req, res) => {
@@ -409,4 +433,46 @@ export async function startFakeOpenAI(options: { handler?: FakeHandler } = {}): 
       return closing;
     },
   };
+}
+
+type Completion = ReturnType<typeof chatCompletion>;
+
+function isCompletion(body: unknown): body is Completion {
+  return (body as { object?: unknown } | undefined)?.object === 'chat.completion';
+}
+
+/**
+ * A completion as the chunks of a stream: the role, the content a word at a time (`tokenDelayMs`
+ * before each), each tool call whole, the finish reason, the usage if asked, then `[DONE]`.
+ */
+async function streamCompletion(
+  res: ServerResponse,
+  completion: Completion,
+  includeUsage: boolean,
+  tokenDelayMs: number,
+  done: Promise<'answered' | 'aborted'>,
+): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  const { id, created, model } = completion;
+  const choice = completion.choices[0]!;
+  const send = (delta: object, extra: object = {}) =>
+    res.write(
+      `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: null, ...extra }] })}\n\n`,
+    );
+  send({ role: 'assistant', content: '' });
+  for (const word of choice.message.content?.match(/\S+\s*|\s+/g) ?? []) {
+    if (tokenDelayMs > 0 && !(await delayUnlessAborted(tokenDelayMs, done))) return;
+    send({ content: word });
+  }
+  if (choice.message.refusal) send({ refusal: choice.message.refusal });
+  for (const [index, call] of (choice.message.tool_calls ?? []).entries()) {
+    send({ tool_calls: [{ index, id: call.id, type: 'function', function: call.function }] });
+  }
+  send({}, { finish_reason: choice.finish_reason });
+  if (includeUsage) {
+    res.write(
+      `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: completion.usage })}\n\n`,
+    );
+  }
+  res.end('data: [DONE]\n\n');
 }

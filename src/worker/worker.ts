@@ -12,6 +12,7 @@ import {
   pendingMessagesQuery,
   permissionDecidedSignal,
   runContextQuery,
+  textDeltaSignal,
 } from '../../workflows/definitions';
 import { TemporalSubagentService } from '../client/service';
 import { defaultTaskQueue } from '../seam/constants';
@@ -132,6 +133,7 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
     fetchRunContext: (runId) => client.workflow.getHandle(runId).query(runContextQuery),
     fetchPendingMessages: (runId) => client.workflow.getHandle(runId).query(pendingMessagesQuery),
     recordPermission: (runId, decision) => client.workflow.getHandle(runId).signal(permissionDecidedSignal, decision),
+    publishText: (runId, delta) => client.workflow.getHandle(runId).signal(textDeltaSignal, delta),
     cache,
     heartbeatIntervalMs: options.heartbeatIntervalMs,
     cancelGraceMs: options.cancelGraceMs,

@@ -155,6 +155,34 @@ describe('run.events()', () => {
     expect(tail[0]!.offset).toBe(from);
   });
 
+  it('streams a model call’s text in batches as it comes, each in history before the call’s answer', async () => {
+    const words = Array.from({ length: 24 }, (_, index) => `word${index}`).join(' ');
+    // 24 words 40 ms apart: about a second of streaming, so several 250 ms batches.
+    fake.enqueue(textReply(words, { tokenDelayMs: 40 }));
+    const streamed = service.start(spawn.name, { prompt: text('talk slowly'), parent });
+    const seen: SubagentRunEvent[] = [];
+    // A reader that stops at the first batch and comes back from its offset + 1.
+    for await (const event of streamed.events!()) {
+      seen.push(event);
+      if (event.type === 'text-delta') break;
+    }
+    await readUntil(streamed.events!({ from: seen.at(-1)!.offset + 1 }), seen, 'settled');
+    expect((await streamed.result).output).toEqual(text(words));
+
+    expect(seen.map((event) => event.offset)).toEqual(seen.map((_, index) => index));
+    const deltas = seen.filter((event) => event.type === 'text-delta');
+    expect(deltas.length).toBeGreaterThanOrEqual(2);
+    expect(deltas.every((event) => event.turn === 0 && event.attempt === 1)).toBe(true);
+    const whole = seen.findIndex((event) => event.type === 'text');
+    expect(seen[whole]).toMatchObject({ type: 'text', text: words });
+    // Every batch precedes the whole text, and together they are how it began.
+    expect(seen.findLastIndex((event) => event.type === 'text-delta')).toBeLessThan(whole);
+    expect(words.startsWith(deltas.map((event) => (event.type === 'text-delta' ? event.text : '')).join(''))).toBe(
+      true,
+    );
+    await streamed.dispose();
+  });
+
   it('refuses an offset that is not one, and an id with no run', async () => {
     await expect(collect(run.events!({ from: -1 }))).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
     const unknown = service.attach(`${run.id}-nope`);
