@@ -9,9 +9,8 @@ import type { SubagentPermissionDecision } from '../src/seam/result';
 import type { SubagentDelegate } from '../src/seam/delegation';
 import type { SubagentAgentProvider, SubagentHostedProvider, SubagentTurnProvider } from '../src/seam/provider';
 import { CachedRunContext, RunContextCache } from './run-context-cache';
-import { FINAL_FAILURE_TYPES, type RunContextSnapshot, type TurnActivityInput } from './types';
+import { FINAL_FAILURE_TYPES, type RunContextSnapshot, type TextDeltaArgs, type TurnActivityInput } from './types';
 import type { TranscriptEntry } from '../src/seam/request';
-import type { TextDeltaArgs } from '../workflows/definitions';
 
 export interface ActivityDependencies {
   providers: ReadonlyMap<string, SubagentHostedProvider>;

@@ -126,6 +126,14 @@ export interface ToolActivityInput {
   delegation: SubagentDelegation;
 }
 
+/** A batch of the text a streaming model call has generated (the `textDelta` signal), for the run's observers. */
+export interface TextDeltaArgs {
+  turn: number;
+  /** The model call's attempt: a retried call streams its text again from the start. */
+  attempt: number;
+  text: string;
+}
+
 /** What `runContextQuery` returns: the run's request and its whole conversation. */
 export interface RunContextSnapshot {
   request: ResolvedSubagentRequest;

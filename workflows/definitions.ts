@@ -2,7 +2,7 @@
 // it carries through continue-as-new, and the signals, updates and queries clients and workers
 // send it. Plain data only. The caller's side imports this module, never the workflow's code.
 import { type Sinks, defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { RunContextSnapshot } from '../activities/types';
+import type { RunContextSnapshot, TextDeltaArgs } from '../activities/types';
 import type { ContentBlock, JsonValue } from '../src/seam/content';
 import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
 import type { SubagentPermissionDecision, SubagentResult, SubagentUsage } from '../src/seam/result';
@@ -162,13 +162,6 @@ export const sendMessageSignal = defineSignal<[SendMessageArgs]>('sendMessage');
  * decision is in history (and the audit) on every path the turn may take afterwards.
  */
 export const permissionDecidedSignal = defineSignal<[SubagentPermissionDecision]>('permissionDecided');
-/** Text a model call has streamed so far (a batch of it), for the run's observers. */
-export interface TextDeltaArgs {
-  turn: number;
-  /** The model call's attempt: a retried call streams its text again from the start. */
-  attempt: number;
-  text: string;
-}
 /**
  * Sent by a streaming model call to its own run with each batch of text: the batch is then in
  * history, where `run.events()` reads it, and no worker crash can take it back.

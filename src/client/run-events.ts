@@ -8,12 +8,13 @@ import {
   MODEL_CALL_ACTIVITY,
   type ModelCallResult,
   RESERVED_ACTIVITY_NAMES,
+  type TextDeltaArgs,
   type ToolActivityInput,
   type ToolActivityResult,
   TURN_ACTIVITY,
   type TurnActivityResult,
 } from '../../activities/types';
-import type { SubagentRunInput, TextDeltaArgs } from '../../workflows/definitions';
+import type { SubagentRunInput } from '../../workflows/definitions';
 import { type ContentBlock, textOf } from '../seam/content';
 import { SubagentError } from '../seam/errors';
 import type { SubagentProgress, SubagentRunEvent, SubagentRunEventsOptions } from '../seam/run';
