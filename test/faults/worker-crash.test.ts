@@ -3,7 +3,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { TranscriptEntry } from '../../src';
+import type { SubagentRunEvent, TranscriptEntry } from '../../src';
 import {
   createScriptedProvider,
   hangReply,
@@ -214,6 +214,59 @@ it('repeats no completed model call when the worker is SIGKILLed between two mod
       e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType!.name] : [],
     );
     expect(scheduled).toEqual(['subagentModelCall', 'list_directory', 'subagentModelCall']);
+    await run.dispose();
+  } finally {
+    await fake.close();
+  }
+}, 90_000);
+
+it('loses no streamed text its run published when the worker is SIGKILLed mid-stream; the retry streams again', async () => {
+  const fake = await startFakeOpenAI();
+  try {
+    const name = uniqueName('crash-stream');
+    const service = newService(temporal);
+    service.registerProvider(
+      createSpawnProvider({
+        name,
+        runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' } },
+      }),
+    );
+    const env = {
+      PROVIDER_NAME: name,
+      PROVIDER_KIND: 'spawn',
+      OPENAI_BASE_URL: fake.baseURL,
+      SUBAGENT_MODEL: 'fake-model',
+    };
+    const first = await spawnWorkerProcess(env);
+    workers.push(first);
+    const words = Array.from({ length: 40 }, (_, index) => `w${index}`).join(' ');
+    // The first attempt streams 40 words 100 ms apart and dies with its worker part way; the retry streams fast.
+    fake.enqueue(textReply(words, { tokenDelayMs: 100 }), textReply(words, { tokenDelayMs: 20 }));
+    const run = service.start(name, { prompt: text('talk'), parent: { id: 'p' } });
+
+    const beforeKill: SubagentRunEvent[] = [];
+    for await (const event of run.events!()) {
+      beforeKill.push(event);
+      if (beforeKill.filter((e) => e.type === 'text-delta').length === 2) break;
+    }
+    await first.kill('SIGKILL');
+    workers.push(await spawnWorkerProcess(env));
+    expect(await run.result).toEqual({ output: text(words), stopReason: 'completed' });
+
+    const all: SubagentRunEvent[] = [];
+    for await (const event of run.events!({ follow: false })) all.push(event);
+    // Everything read before the kill is still there, at the same offsets.
+    expect(all.slice(0, beforeKill.length)).toEqual(beforeKill);
+    const deltas = all.flatMap((event) => (event.type === 'text-delta' ? [event] : []));
+    const attempt = (n: number) =>
+      deltas
+        .filter((event) => event.attempt === n)
+        .map((event) => event.text)
+        .join('');
+    expect(attempt(1).length).toBeGreaterThan(0);
+    expect(words.startsWith(attempt(1))).toBe(true);
+    expect(words.startsWith(attempt(2))).toBe(true);
+    expect(all.find((event) => event.type === 'text')).toMatchObject({ text: words });
     await run.dispose();
   } finally {
     await fake.close();
