@@ -22,8 +22,8 @@ export interface ActivityDependencies {
   recordPermission?(runId: string, decision: SubagentPermissionDecision): Promise<void>;
   /** Records a batch of streamed text in the run's history (a signal to its workflow). */
   publishText?(runId: string, delta: TextDeltaArgs): Promise<void>;
-  /** How often a streaming model call hands its text on, at most (default 250 ms). */
-  textBatchMs?: number;
+  /** When a streaming model call hands its text on (default `TEXT_BATCHES`: 250 ms, then doubling to 1 s). */
+  textBatches?: { firstMs: number; maxMs: number };
   cache?: RunContextCache;
   /** How often the host heartbeats while an activity runs; cancellation arrives with heartbeats. */
   heartbeatIntervalMs?: number;

@@ -7,7 +7,7 @@
 // hits both sides alike, and reported as its median with the spread (min-max) over the rounds.
 // `--quick` runs 5 rounds (7 in the full run) with fewer samples in each; `--json` ends with one
 // JSON line of every figure; `--cluster` runs against the multi-service cluster (`npm run cluster
-// -- start`); `--observers`, `--long-turn` and `--memory` run figure 8, 9 or 6 alone.
+// -- start`); `--observers`, `--long-turn`, `--memory` and `--stream` run figure 8, 9, 6 or 11 alone.
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,6 +29,9 @@ const json = flag('json');
 const ROUNDS = quick ? 5 : 7;
 const LONG_TURN_CALLS = 1000;
 const STEP_COUNTS = [5, 20, 50];
+/** Figure 11: tokens per streamed answer, and the fake model's pace. */
+const STREAM_TOKENS = 200;
+const STREAM_TOKEN_MS = 10;
 const HEARTBEAT_TIMEOUT_S = 5;
 /** A directory for the LLM children's file tools, with a file of 200 KiB in lines of 64 characters. */
 const benchFiles = mkdtempSync(join(tmpdir(), 'subagent-bench-files-'));
@@ -55,7 +58,8 @@ const noop = (name: string, resumable: boolean): SubagentTurnProvider => ({
  * The fake model's one task, read from the conversation so that any number of runs (ours and the
  * peer's) can share it: the first user message says `steps=N` (and optionally `tool=NAME
  * args=JSON`); while fewer than N-1 tool results are in the conversation the model calls the
- * tool, then it answers. A run makes exactly N model calls.
+ * tool, then it answers. A run makes exactly N model calls. `stream=N id=ID` instead answers with
+ * N words (`IDw0 IDw1 ...`), STREAM_TOKEN_MS apart when streamed.
  */
 function toolTask(request: FakeChatRequest) {
   const messages = (request.body?.messages ?? []) as { role: string; content: unknown }[];
@@ -64,6 +68,11 @@ function toolTask(request: FakeChatRequest) {
     typeof first?.content === 'string'
       ? first.content
       : ((first?.content ?? []) as { text?: string }[]).map((part) => part.text ?? '').join('');
+  const streamed = /stream=(\d+) id=(\w+)/.exec(said);
+  if (streamed) {
+    const words = Array.from({ length: Number(streamed[1]) }, (_, index) => `${streamed[2]}w${index}`);
+    return textReply(words.join(' '), { tokenDelayMs: STREAM_TOKEN_MS });
+  }
   const steps = Number(/steps=(\d+)/.exec(said)?.[1] ?? 1);
   const tool = /tool=(\w+)/.exec(said)?.[1] ?? 'list_directory';
   const args = JSON.parse(/args=(\{.*\})/.exec(said)?.[1] ?? '{}') as object;
@@ -101,7 +110,12 @@ async function main(): Promise<void> {
     `Benchmark ${quick ? '--quick' : '(full)'}, ${ROUNDS} interleaved rounds, against ` +
       `${flag('cluster') ? `the cluster at ${temporal.address}` : 'the embedded dev server (in memory)'}`,
   );
-  const fake = await startFakeOpenAI({ handler: toolTask });
+  // When the fake model wrote each streamed word (figure 11).
+  const emitted = new Map<string, number>();
+  const fake = await startFakeOpenAI({
+    handler: toolTask,
+    onStreamText: (word) => emitted.set(word.trim(), performance.now()),
+  });
   const timing = timed();
   const spawnProvider = createSpawnProvider({
     endpoint: { baseURL: fake.baseURL, model: 'fake-model' },
@@ -113,7 +127,19 @@ async function main(): Promise<void> {
     endpoint: { baseURL: fake.baseURL, model: 'fake-model', maxContextChars: 1_000_000 },
     runSettings: { maxStepsPerTurn: LONG_TURN_CALLS + 10 },
   });
-  const providers = [noop('noop', true), noop('noop-closing', false), timing.provider, spawnProvider, bigOutputs];
+  // The same child without streaming: what streaming adds to history (figure 11).
+  const unstreamed = createSpawnProvider({
+    name: 'spawn-unstreamed',
+    endpoint: { baseURL: fake.baseURL, model: 'fake-model', stream: false },
+  });
+  const providers = [
+    noop('noop', true),
+    noop('noop-closing', false),
+    timing.provider,
+    spawnProvider,
+    bigOutputs,
+    unstreamed,
+  ];
   const subagentWorker = await createSubagentWorker({
     connection,
     providers,
@@ -135,12 +161,14 @@ async function main(): Promise<void> {
   });
   const service = new TemporalSubagentService({ client });
   for (const provider of providers) service.registerProvider(provider);
-  const bench = new Bench(service, client, timing);
+  const bench = new Bench(service, client, timing, emitted);
   const both = <T>(fn: () => Promise<T>) => subagentWorker.runUntil(() => baselineWorker.runUntil(fn));
 
   if (flag('long-turn')) await both(async () => (results.long_turn = await bench.longTurn(bigOutputs.name)));
   else if (flag('observers')) await both(() => observers(temporal.address, serverPid, service, timing, results, quick));
   else if (flag('memory')) await memory(temporal.address, service);
+  else if (flag('stream'))
+    await both(async () => (results.stream = await bench.stream(spawnProvider.name, unstreamed.name)));
   else {
     // Figure 10's two sides, each a process with its worker and its client.
     const task = {
@@ -155,6 +183,7 @@ async function main(): Promise<void> {
     try {
       await both(async () => {
         await bench.rounds({ ours, peer });
+        results.stream = await bench.stream(spawnProvider.name, unstreamed.name);
         await bench.historyPerCall(spawnProvider.name, bigOutputs.name);
         // 9. One turn of 1,000 model calls reading 200 KiB each (the full run only).
         if (!quick) results.long_turn = await bench.longTurn(bigOutputs.name);
@@ -188,6 +217,8 @@ class Bench {
     private readonly service: TemporalSubagentService,
     private readonly client: Client,
     private readonly timing: Timing,
+    /** When the fake model wrote each streamed word. */
+    private readonly emitted: ReadonlyMap<string, number>,
   ) {}
 
   /** start -> result of a no-op delegation. */
@@ -457,6 +488,49 @@ class Bench {
       per_step_ratio: each((figure) => figure.per_step_ratio),
       history_bytes_ratio: each((figure) => figure.history_bytes_ratio),
     };
+  }
+
+  /**
+   * 11. Streaming: from the fake model writing a word to the caller's `run.events()` yielding the
+   * batch that holds it (p50, p99), and the history bytes streaming adds per 1,000 tokens (the
+   * same answer with streaming off, subtracted).
+   */
+  async stream(streamed: string, unstreamed: string) {
+    const samples = quick ? 2 : 4;
+    const latencies: number[] = [];
+    let added = 0;
+    for (let sample = 0; sample < samples; sample++) {
+      const id = `s${sample}${randomUUID().slice(0, 6)}`;
+      const prompt = text(`stream=${STREAM_TOKENS} id=${id}`);
+      const run = this.service.start(streamed, { prompt, parent });
+      for await (const event of run.events!()) {
+        if (event.type === 'text-delta') {
+          const now = performance.now();
+          for (const word of event.text.split(/\s+/).filter(Boolean)) latencies.push(now - this.emitted.get(word)!);
+        }
+        if (event.type === 'settled') break;
+      }
+      const plain = this.service.start(unstreamed, { prompt: text(`stream=${STREAM_TOKENS} id=${id}x`), parent });
+      await plain.result;
+      added += (await this.historyBytes(run.id)) - (await this.historyBytes(plain.id));
+      await Promise.all([run.dispose(), plain.dispose()]);
+    }
+    const { p50, p99 } = percentiles(latencies);
+    const perThousand = Math.round((added / samples / STREAM_TOKENS) * 1000);
+    log(
+      `11. Streaming, ${samples} answers of ${STREAM_TOKENS} tokens ${STREAM_TOKEN_MS} ms apart, the fake model writing a ` +
+        `token -> run.events() yielding it:`,
+    );
+    log(
+      `   p50 ${p50.toFixed(1)} ms   p99 ${p99.toFixed(1)} ms   history bytes added per 1,000 tokens ${perThousand} ` +
+        `(${latencies.length} tokens seen streamed)`,
+    );
+    return { p50_ms: round(p50), p99_ms: round(p99), history_bytes_per_1000_tokens: perThousand };
+  }
+
+  private async historyBytes(runId: string): Promise<number> {
+    const { raw } = await this.client.workflow.getHandle(runId).describe();
+    return Number(raw.workflowExecutionInfo?.historySizeBytes ?? 0);
   }
 
   /**

@@ -236,7 +236,13 @@ function delayUnlessAborted(ms: number, done: Promise<'answered' | 'aborted'>): 
   });
 }
 
-export async function startFakeOpenAI(options: { handler?: FakeHandler } = {}): Promise<FakeOpenAI> {
+export async function startFakeOpenAI(
+  options: {
+    handler?: FakeHandler;
+    /** Called with each piece of streamed content as it is written (for latency measurements). */
+    onStreamText?: (text: string) => void;
+  } = {},
+): Promise<FakeOpenAI> {
   const requests: FakeChatRequest[] = [];
   const queue: (FakeReply | Promise<FakeReply>)[] = [];
   const sockets = new Set<Socket>();
@@ -364,7 +370,7 @@ export async function startFakeOpenAI(options: { handler?: FakeHandler } = {}): 
     const status = reply.status ?? 200;
     if (request.body?.stream === true && status === 200 && isCompletion(body)) {
       const includeUsage = request.body?.stream_options?.include_usage === true;
-      await streamCompletion(res, body, includeUsage, reply.tokenDelayMs ?? 0, done);
+      await streamCompletion(res, body, includeUsage, reply.tokenDelayMs ?? 0, done, options.onStreamText);
       return;
     }
     sendJson(res, status, body, reply.headers);
@@ -451,6 +457,7 @@ async function streamCompletion(
   includeUsage: boolean,
   tokenDelayMs: number,
   done: Promise<'answered' | 'aborted'>,
+  onText?: (text: string) => void,
 ): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   const { id, created, model } = completion;
@@ -462,6 +469,7 @@ async function streamCompletion(
   send({ role: 'assistant', content: '' });
   for (const word of choice.message.content?.match(/\S+\s*|\s+/g) ?? []) {
     if (tokenDelayMs > 0 && !(await delayUnlessAborted(tokenDelayMs, done))) return;
+    onText?.(word);
     send({ content: word });
   }
   if (choice.message.refusal) send({ refusal: choice.message.refusal });

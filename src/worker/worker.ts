@@ -34,6 +34,12 @@ export interface SubagentWorkerOptions {
   heartbeatIntervalMs?: number;
   /** How long a cancelled provider may take to stop. Default 10 s. */
   cancelGraceMs?: number;
+  /**
+   * When a streaming model call hands its text to the run's observers: the first batch `firstMs`
+   * after the text begins, then each wait twice the last, up to `maxMs`. Each batch is a history
+   * event and a workflow task. Default 250 ms and 1 s.
+   */
+  textBatches?: { firstMs: number; maxMs: number };
   maxPayloadBytes?: number;
   /** Runs whose context the worker keeps in memory. Default 256. */
   contextCacheSize?: number;
@@ -136,6 +142,7 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
     publishText: (runId, delta) => client.workflow.getHandle(runId).signal(textDeltaSignal, delta),
     cache,
     heartbeatIntervalMs: options.heartbeatIntervalMs,
+    ...(options.textBatches ? { textBatches: options.textBatches } : {}),
     cancelGraceMs: options.cancelGraceMs,
     maxPayloadBytes: options.maxPayloadBytes ?? defaultPayloadLimit(options.dataConverter),
   });

@@ -156,8 +156,8 @@ describe('run.events()', () => {
   });
 
   it('streams a model call’s text in batches as it comes, each in history before the call’s answer', async () => {
-    const words = Array.from({ length: 24 }, (_, index) => `word${index}`).join(' ');
-    // 24 words 40 ms apart: about a second of streaming, so several 250 ms batches.
+    const words = Array.from({ length: 40 }, (_, index) => `word${index}`).join(' ');
+    // 40 words 40 ms apart: 1.6 s of streaming, so batches at 250 and 750 ms at least.
     fake.enqueue(textReply(words, { tokenDelayMs: 40 }));
     const streamed = service.start(spawn.name, { prompt: text('talk slowly'), parent });
     const seen: SubagentRunEvent[] = [];
