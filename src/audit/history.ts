@@ -73,6 +73,7 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
           yield draft('message', { content });
         } else if (attributes.signalName === 'childStarted') yield draft('child.start', args);
         else if (attributes.signalName === 'permissionDecided') yield draft('permission', args);
+        else if (attributes.signalName === 'textDelta') yield draft('text.delta', args);
         break;
       }
       case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED: {

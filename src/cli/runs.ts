@@ -219,6 +219,8 @@ function describeRecord(record: Pick<AuditRecord, 'type' | 'data'>): string | un
       return `resume: ${content(data.content)}`;
     case 'turn':
       return `turn ${String(data.turn)} ${String(data.stopReason)}: ${content(data.output)}`;
+    case 'text.delta':
+      return `… ${String(data.text)}`;
     case 'model.call':
       return `model call (turn ${String(data.turn)}) ${String(data.stopReason)}: ${content(data.output)}`;
     case 'tool.call':

@@ -5,7 +5,7 @@
 import { textContent, textOf } from '../seam/content';
 import { SubagentError } from '../seam/errors';
 import type { SubagentAgentOptions, SubagentNestedStartRequest, SubagentParent } from '../seam/request';
-import type { SubagentRun } from '../seam/run';
+import type { SubagentRun, SubagentRunEvent } from '../seam/run';
 import { type ToolCallOutcome, toolError, toolResult } from '../seam/tool';
 import { runStarted } from './run-handle';
 import type { TemporalSubagentService } from './service';
@@ -35,6 +35,11 @@ export interface SubagentToolCallContext {
   parent?: SubagentParent;
   /** The caller's step: aborting it cancels the run (foreground) or stops waiting (result tool). */
   signal?: AbortSignal;
+  /**
+   * Called with each progress event of the run and of the runs it delegates to, while the tool
+   * waits for its result (foreground only). A throw is ignored.
+   */
+  onProgress?: (event: SubagentRunEvent) => void;
 }
 
 /** JSON Schema of the tool's parameters, as the model sees it. */
@@ -86,6 +91,7 @@ export function createSubagentTool(service: SubagentStarter, config: SubagentToo
         parsed.prompt,
         config,
         context.signal,
+        context.onProgress,
       );
     },
   };
@@ -189,6 +195,7 @@ export async function delegate(
   prompt: string,
   config: Omit<SubagentToolConfig, 'provider' | 'name'>,
   signal: AbortSignal | undefined,
+  onProgress?: (event: SubagentRunEvent) => void,
 ): Promise<ToolCallOutcome> {
   let run: SubagentRun;
   try {
@@ -219,12 +226,37 @@ export async function delegate(
   const onAbort = () => run.cancel('parent step aborted');
   if (signal?.aborted) onAbort();
   else signal?.addEventListener('abort', onAbort, { once: true });
+  const watching = onProgress && run.events ? forward(run.events({ nested: true }), onProgress) : undefined;
   try {
     return await settle(run, config);
   } finally {
+    watching?.stop();
     signal?.removeEventListener('abort', onAbort);
     await run.dispose().catch(() => undefined);
   }
+}
+
+/**
+ * Hands each event to `onProgress` until stopped (a throw is ignored). The stream ends by itself
+ * once the run closes; an event that comes after `stop` is not handed on.
+ */
+function forward(events: AsyncIterable<SubagentRunEvent>, onProgress: (event: SubagentRunEvent) => void) {
+  let stopped = false;
+  void (async () => {
+    for await (const event of events) {
+      if (stopped) return;
+      try {
+        onProgress(event);
+      } catch {
+        // The caller's display failing is no reason to fail the delegation.
+      }
+    }
+  })().catch(() => undefined);
+  return {
+    stop: () => {
+      stopped = true;
+    },
+  };
 }
 
 /** The run's result as the model sees it: the answer, or a fixed message naming what went wrong. */

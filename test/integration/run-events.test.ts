@@ -4,7 +4,13 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type SubagentRun, type SubagentRunEvent, SubagentError } from '../../src';
+import {
+  type SubagentRun,
+  type SubagentRunEvent,
+  SubagentError,
+  createSubagentTool,
+  runOpenAIToolCall,
+} from '../../src';
 import { type FakeOpenAI, type FakeReply, startFakeOpenAI, textReply, toolCallReply } from '../../src/testing';
 import { createSpawnProvider } from '../../src/worker';
 import {
@@ -181,6 +187,32 @@ describe('run.events()', () => {
       true,
     );
     await streamed.dispose();
+  });
+
+  it('hands a delegation’s progress to the OpenAI adapter’s onProgress while the parent waits', async () => {
+    const tool = createSubagentTool(service, { provider: spawn.name });
+    const words = Array.from({ length: 40 }, (_, index) => `step${index}`).join(' ');
+    fake.enqueue(toolCallReply([{ name: 'list_directory', arguments: {} }]), textReply(words, { tokenDelayMs: 40 }));
+    const progress: SubagentRunEvent[] = [];
+    const message = await runOpenAIToolCall(
+      tool,
+      {
+        id: 'call-1',
+        function: { name: 'subagent', arguments: JSON.stringify({ description: 'list', prompt: 'list it' }) },
+      },
+      {
+        parent,
+        onProgress: (event) => {
+          progress.push(event);
+          throw new Error('a display that fails is ignored');
+        },
+      },
+    );
+    expect(message).toEqual({ role: 'tool', tool_call_id: 'call-1', content: words });
+    const types = progress.map((event) => event.type);
+    expect(types.slice(0, 4)).toEqual(['turn-start', 'usage', 'tool-call-start', 'tool-call-end']);
+    expect(types).toContain('text-delta');
+    expect(types.indexOf('text-delta')).toBeLessThan(types.indexOf('text'));
   });
 
   it('refuses an offset that is not one, and an id with no run', async () => {
