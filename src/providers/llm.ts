@@ -24,7 +24,8 @@ export const DEFAULT_SYSTEM_PROMPT =
 
 /**
  * The endpoint the environment configures: OPENAI_BASE_URL, OPENAI_API_KEY, SUBAGENT_MODEL,
- * SUBAGENT_MAX_CONTEXT_CHARS (a positive whole number; anything else is `INVALID_CONFIG`).
+ * SUBAGENT_MAX_CONTEXT_CHARS (a positive whole number), SUBAGENT_MODEL_STREAM (`true` or `false`;
+ * default true). Anything else is `INVALID_CONFIG`.
  */
 export function endpointFromEnv(env: NodeJS.ProcessEnv = process.env): SubagentModelEndpoint {
   const maxContext = env.SUBAGENT_MAX_CONTEXT_CHARS?.trim();
@@ -35,8 +36,13 @@ export function endpointFromEnv(env: NodeJS.ProcessEnv = process.env): SubagentM
       'INVALID_CONFIG',
     );
   }
+  const stream = env.SUBAGENT_MODEL_STREAM?.trim();
+  if (stream && stream !== 'true' && stream !== 'false') {
+    throw new SubagentError(`SUBAGENT_MODEL_STREAM must be true or false (got "${stream}")`, 'INVALID_CONFIG');
+  }
   return {
     ...(env.OPENAI_BASE_URL ? { baseURL: env.OPENAI_BASE_URL } : {}),
+    ...(stream === 'false' ? { stream: false } : {}),
     ...(env.OPENAI_API_KEY ? { apiKey: env.OPENAI_API_KEY } : {}),
     ...(env.SUBAGENT_MODEL ? { model: env.SUBAGENT_MODEL } : {}),
     ...(maxContextChars ? { maxContextChars } : {}),

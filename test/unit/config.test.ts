@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectClient, temporalSettingsFromEnv } from '../../src';
 import { workerCachedRunsFromEnv } from '../../src/temporal/config';
+import { endpointFromEnv } from '../../src/worker';
 
 describe('temporalSettingsFromEnv', () => {
   it('means the embedded server when TEMPORAL_ADDRESS is unset', () => {
@@ -126,6 +127,17 @@ describe('workerCachedRunsFromEnv', () => {
 
   it.each(['1', '-5', '2.5', 'many'])('refuses %s with INVALID_CONFIG', (value) => {
     expect(() => workerCachedRunsFromEnv({ SUBAGENT_WORKER_CACHED_RUNS: value })).toThrow(
+      expect.objectContaining({ code: 'INVALID_CONFIG' }),
+    );
+  });
+});
+
+describe('endpointFromEnv', () => {
+  it('streams unless SUBAGENT_MODEL_STREAM is false, and refuses anything but true or false', () => {
+    expect(endpointFromEnv({ SUBAGENT_MODEL: 'm' })).toEqual({ model: 'm' });
+    expect(endpointFromEnv({ SUBAGENT_MODEL_STREAM: 'true' })).toEqual({});
+    expect(endpointFromEnv({ SUBAGENT_MODEL_STREAM: 'false' })).toEqual({ stream: false });
+    expect(() => endpointFromEnv({ SUBAGENT_MODEL_STREAM: 'no' })).toThrow(
       expect.objectContaining({ code: 'INVALID_CONFIG' }),
     );
   });
