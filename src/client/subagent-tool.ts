@@ -226,22 +226,33 @@ export async function delegate(
   const onAbort = () => run.cancel('parent step aborted');
   if (signal?.aborted) onAbort();
   else signal?.addEventListener('abort', onAbort, { once: true });
-  const watching = onProgress && run.events ? forward(run.events({ nested: true }), onProgress) : undefined;
+  const watching = onProgress && run.events ? forward(run, run.events({ nested: true }), onProgress) : undefined;
   try {
     return await settle(run, config);
   } finally {
-    watching?.stop();
+    await watching?.stop();
     signal?.removeEventListener('abort', onAbort);
     await run.dispose().catch(() => undefined);
   }
 }
 
+/** How long a finished delegation waits for its progress to catch up with its result. */
+const PROGRESS_CATCH_UP_MS = 2000;
+
 /**
- * Hands each event to `onProgress` until stopped (a throw is ignored). The stream ends by itself
- * once the run closes; an event that comes after `stop` is not handed on.
+ * Hands each event to `onProgress` (a throw is ignored) until `stop`, which first lets the events
+ * catch up with the run's settle point (for at most PROGRESS_CATCH_UP_MS): its result and its
+ * events are read apart. The stream ends by itself once the run closes; an event that comes after
+ * `stop` is not handed on.
  */
-function forward(events: AsyncIterable<SubagentRunEvent>, onProgress: (event: SubagentRunEvent) => void) {
+function forward(
+  run: SubagentRun,
+  events: AsyncIterable<SubagentRunEvent>,
+  onProgress: (event: SubagentRunEvent) => void,
+) {
   let stopped = false;
+  let caughtUp!: () => void;
+  const settled = new Promise<void>((resolve) => (caughtUp = resolve));
   void (async () => {
     for await (const event of events) {
       if (stopped) return;
@@ -250,10 +261,16 @@ function forward(events: AsyncIterable<SubagentRunEvent>, onProgress: (event: Su
       } catch {
         // The caller's display failing is no reason to fail the delegation.
       }
+      if (event.type === 'settled' && event.runId === run.id) caughtUp();
     }
-  })().catch(() => undefined);
+  })()
+    .catch(() => undefined)
+    .finally(caughtUp);
   return {
-    stop: () => {
+    async stop() {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([settled, new Promise((resolve) => (timer = setTimeout(resolve, PROGRESS_CATCH_UP_MS)))]);
+      clearTimeout(timer);
       stopped = true;
     },
   };

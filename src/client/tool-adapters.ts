@@ -1,7 +1,8 @@
 // The `subagent` tool in the shapes two agent ecosystems take: OpenAI chat-completions function
 // tools, and the Vercel AI SDK's `tool()`. Both run the same framework-neutral definition.
 import { SubagentError } from '../seam/errors';
-import { toolResultText } from '../seam/tool';
+import type { SubagentRunEvent } from '../seam/run';
+import { type ToolCallOutcome, toolResultText } from '../seam/tool';
 import type { SubagentToolCallContext, SubagentToolDefinition } from './subagent-tool';
 
 /** The tool as an OpenAI chat-completions `tools` entry. */
@@ -37,22 +38,52 @@ export async function runOpenAIToolCall(
 /**
  * The tool for the Vercel AI SDK (`ai` 5 or 6, an optional peer dependency): pass it in
  * `generateText({ tools: { subagent: toAiSdkTool(tool, { parent }) } })`. The SDK's abort signal
- * is bridged to the run; an error result throws, which the SDK hands the model as a tool error.
+ * is bridged to the run. While the run works, each of its progress events (its tree's) is a
+ * preliminary result (`streamText` shows them; the model never sees them); the last result is the
+ * answer, and an error result throws, which the SDK hands the model as a tool error.
  */
 export function toAiSdkTool(tool: SubagentToolDefinition, context: Omit<SubagentToolCallContext, 'signal'>) {
   const ai = loadAiSdk();
   return ai.tool({
     description: tool.description,
     inputSchema: ai.jsonSchema<{ description: string; prompt: string }>(tool.parameters as never),
-    execute: async (args: unknown, options: { abortSignal?: AbortSignal }) => {
-      const outcome = await tool.execute(args, {
-        ...context,
-        ...(options.abortSignal ? { signal: options.abortSignal } : {}),
-      });
-      if (outcome.isError) throw new Error(toolResultText(outcome).replace(/^Error: /, ''));
-      return toolResultText(outcome);
-    },
+    execute: (args: unknown, options: { abortSignal?: AbortSignal }) =>
+      progressThenAnswer((onProgress) =>
+        tool.execute(args, {
+          ...context,
+          ...(options.abortSignal ? { signal: options.abortSignal } : {}),
+          onProgress: (event) => {
+            context.onProgress?.(event);
+            onProgress(event);
+          },
+        }),
+      ),
   });
+}
+
+/** The events `run` hands on as it works, then its answer's text; an error result throws. */
+async function* progressThenAnswer(
+  run: (onProgress: (event: SubagentRunEvent) => void) => Promise<ToolCallOutcome>,
+): AsyncGenerator<SubagentRunEvent | string> {
+  const waiting: SubagentRunEvent[] = [];
+  let wake: (() => void) | undefined;
+  let outcome: ToolCallOutcome | undefined;
+  void run((event) => {
+    waiting.push(event);
+    wake?.();
+  }).then((answered) => {
+    outcome = answered;
+    wake?.();
+  });
+  while (outcome === undefined || waiting.length > 0) {
+    if (waiting.length > 0) {
+      yield waiting.shift()!;
+      continue;
+    }
+    await new Promise<void>((resolve) => (wake = resolve));
+  }
+  if (outcome.isError) throw new Error(toolResultText(outcome).replace(/^Error: /, ''));
+  yield toolResultText(outcome);
 }
 
 function loadAiSdk(): typeof import('ai') {

@@ -11,6 +11,7 @@ import {
   createSubagentTool,
   runOpenAIToolCall,
   type SubagentRun,
+  type SubagentRunEvent,
   SubagentStarter,
   toAiSdkTool,
   toOpenAITool,
@@ -313,6 +314,20 @@ describe('a parent model calling the tool', () => {
       stopWhen: stepCountIs(3),
     });
     expect(result.text).toBe('the child said: the AI SDK child answered');
+  });
+
+  it('hands the child’s progress to the AI SDK as preliminary results, then the answer', async () => {
+    const tool = toAiSdkTool(scriptedTool([{ reply: 'answered after some work' }]), { parent });
+    const outputs: unknown[] = [];
+    const results = tool.execute!(
+      { description: 'work', prompt: 'do some work' },
+      { toolCallId: 'call-1', messages: [] },
+    ) as AsyncIterable<unknown>;
+    for await (const output of results) outputs.push(output);
+    expect(outputs.at(-1)).toBe('answered after some work');
+    const preliminary = outputs.slice(0, -1) as SubagentRunEvent[];
+    expect(preliminary.map((event) => event.type)).toEqual(['turn-start', 'text', 'turn-end', 'settled']);
+    expect(preliminary[1]).toMatchObject({ type: 'text', text: 'answered after some work', depth: 1 });
   });
 });
 
