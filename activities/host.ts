@@ -22,7 +22,7 @@ export interface ActivityDependencies {
   recordPermission?(runId: string, decision: SubagentPermissionDecision): Promise<void>;
   /** Records a batch of streamed text in the run's history (a signal to its workflow). */
   publishText?(runId: string, delta: TextDeltaArgs): Promise<void>;
-  /** When a streaming model call hands its text on (default `TEXT_BATCHES`: 250 ms, then doubling to 1 s). */
+  /** When a streaming turn or model call hands its text on (default `TEXT_BATCHES`). */
   textBatches?: { firstMs: number; maxMs: number };
   cache?: RunContextCache;
   /** How often the host heartbeats while an activity runs; cancellation arrives with heartbeats. */
@@ -66,6 +66,19 @@ export interface ActivityHost {
   hosted<K extends Driver>(name: string, driver: K): K extends 'turns' ? SubagentTurnProvider : SubagentAgentProvider;
   /** Fails for good with `PAYLOAD_TOO_LARGE` when `value` would not fit in one payload. */
   assertWithinLimit(value: unknown, what: string): void;
+  /**
+   * Hands the text the current activity's turn streams to the run's observers (`textPublisher`,
+   * batched by `textBatches`); undefined when the worker publishes none.
+   */
+  textPublisher(runId: string, turn: number): TextPublisher | undefined;
+}
+
+/** How often streamed text is handed on: first after 250 ms, then at most every second. */
+export const TEXT_BATCHES = { firstMs: 250, maxMs: 1000 };
+
+export interface TextPublisher {
+  add(delta: string): void;
+  close(): Promise<void>;
 }
 
 export function createActivityHost(deps: ActivityDependencies): ActivityHost {
@@ -166,6 +179,49 @@ export function createActivityHost(deps: ActivityDependencies): ActivityHost {
     assertWithinLimit(value, what) {
       const violation = payloadLimitViolation(value, deps.maxPayloadBytes, what);
       if (violation) throw ApplicationFailure.nonRetryable(violation, 'PAYLOAD_TOO_LARGE');
+    },
+
+    textPublisher(runId, turn) {
+      const { publishText, textBatches = TEXT_BATCHES } = deps;
+      if (!publishText) return undefined;
+      const { attempt } = Context.current().info;
+      return textPublisher((text) => publishText(runId, { turn, attempt, text }), textBatches);
+    },
+  };
+}
+
+/**
+ * Hands streamed text on in batches, in order. The first goes `firstMs` after the text
+ * begins, so a call that ends sooner publishes nothing (its result holds the whole text); each
+ * wait after it is twice the one before, up to `maxMs`: the first words come soon, and a long
+ * answer costs a batch per `maxMs` (each batch is a history event and a workflow task). `close`
+ * drops what is not sent yet and waits for what is, so every batch is in history before the
+ * call's result. A batch that cannot be sent is skipped.
+ */
+export function textPublisher(
+  publish: (text: string) => Promise<void>,
+  { firstMs, maxMs }: { firstMs: number; maxMs: number },
+): TextPublisher {
+  let pending = '';
+  let timer: NodeJS.Timeout | undefined;
+  let sending = Promise.resolve();
+  let waitMs = firstMs;
+  const flush = () => {
+    timer = undefined;
+    waitMs = Math.min(waitMs * 2, maxMs);
+    const text = pending;
+    pending = '';
+    if (text) sending = sending.then(() => publish(text)).catch(() => undefined);
+  };
+  return {
+    add(delta) {
+      pending += delta;
+      timer ??= setTimeout(flush, waitMs);
+    },
+    async close() {
+      clearTimeout(timer);
+      pending = '';
+      await sending;
     },
   };
 }

@@ -19,9 +19,6 @@ import { type ActivityHost, newEntryId, runOf } from './host';
 import type { ModelCallInput, ModelCallResult, ModelToolCall, ToolActivityResult } from './types';
 
 /** What one call of the model came to: the result without its id, its calls listed with their answers. */
-/** How often a streaming call hands its text on: first after 250 ms, then at most every second. */
-export const TEXT_BATCHES = { firstMs: 250, maxMs: 1000 };
-
 export type ModelCallOutcome = Omit<ModelCallResult, 'outputId' | 'toolCalls' | 'answers'> & {
   toolCalls: ModelToolCall[];
 };
@@ -51,12 +48,8 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
         ...(input.toolResultIds ? { toolResultIds: input.toolResultIds } : {}),
       });
       const conversation = [...context.entries, ...context.tail];
-      const { cancellationSignal: signal, info } = Context.current();
-      const { publishText, textBatches = TEXT_BATCHES } = host.deps;
-      const streaming = provider.endpoint.stream !== false && publishText !== undefined;
-      const publisher = streaming
-        ? textPublisher((text) => publishText(runId, { turn: input.turn, attempt: info.attempt, text }), textBatches)
-        : undefined;
+      const signal = Context.current().cancellationSignal;
+      const publisher = provider.endpoint.stream === false ? undefined : host.textPublisher(runId, input.turn);
       let outcome: ModelCallOutcome;
       try {
         outcome = await callModel(clientFor(provider), provider, context.request, conversation, signal, publisher?.add);
@@ -86,42 +79,6 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
       }
       return { ...result, ...(Object.keys(answers).length > 0 ? { answers } : {}), outputId };
     });
-  };
-}
-
-/**
- * Hands a streaming call's text on in batches, in order. The first goes `firstMs` after the text
- * begins, so a call that ends sooner publishes nothing (its result holds the whole text); each
- * wait after it is twice the one before, up to `maxMs`: the first words come soon, and a long
- * answer costs a batch per `maxMs` (each batch is a history event and a workflow task). `close`
- * drops what is not sent yet and waits for what is, so every batch is in history before the
- * call's result. A batch that cannot be sent is skipped.
- */
-export function textPublisher(
-  publish: (text: string) => Promise<void>,
-  { firstMs, maxMs }: { firstMs: number; maxMs: number },
-): { add(delta: string): void; close(): Promise<void> } {
-  let pending = '';
-  let timer: NodeJS.Timeout | undefined;
-  let sending = Promise.resolve();
-  let waitMs = firstMs;
-  const flush = () => {
-    timer = undefined;
-    waitMs = Math.min(waitMs * 2, maxMs);
-    const text = pending;
-    pending = '';
-    if (text) sending = sending.then(() => publish(text)).catch(() => undefined);
-  };
-  return {
-    add(delta) {
-      pending += delta;
-      timer ??= setTimeout(flush, waitMs);
-    },
-    async close() {
-      clearTimeout(timer);
-      pending = '';
-      await sending;
-    },
   };
 }
 

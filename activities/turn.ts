@@ -41,6 +41,7 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
       // lands, so a retried turn sees them again; `consumed` says how many were taken.
       let consumed = 0;
       const taken: ContentBlock[][] = [];
+      const publisher = host.textPublisher(runId, input.turn);
       const turnContext: SubagentTurnContext = {
         runId,
         segment: input.segment,
@@ -58,6 +59,7 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
         },
         heartbeat: setDetails,
         ...(deps.recordPermission ? { recordPermission: (decision) => deps.recordPermission!(runId, decision) } : {}),
+        ...(publisher ? { streamText: publisher.add } : {}),
         lastHeartbeat: activity.info.heartbeatDetails,
         ...(structuredOutput ? { structuredOutput } : {}),
         ...(deps.delegate
@@ -67,7 +69,12 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
             }
           : {}),
       };
-      const returned = await provider.runTurn(turnInput, turnContext);
+      let returned: SubagentTurnResult;
+      try {
+        returned = await provider.runTurn(turnInput, turnContext);
+      } finally {
+        await publisher?.close();
+      }
       const result = withStructured(returned, schema, structuredOutput?.captured);
       host.assertWithinLimit(result, `the turn output of provider "${input.provider}"`);
       const outputId = newEntryId();

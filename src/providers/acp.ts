@@ -103,7 +103,7 @@ async function acpTurn(
   }
   // A retried turn (its worker died) and a resumed segment continue the session they had.
   const previous = ((ctx.lastHeartbeat ?? ctx.providerState) as AcpSessionState | undefined)?.sessionId;
-  const agent = await AgentProcess.start(options, cwd, ctx.recordPermission?.bind(ctx));
+  const agent = await AgentProcess.start(options, cwd, ctx.recordPermission?.bind(ctx), ctx.streamText?.bind(ctx));
   const onAbort = () => agent.cancel();
   ctx.signal.addEventListener('abort', onAbort, { once: true });
   try {
@@ -186,6 +186,8 @@ class AgentProcess {
     private readonly cwd: string,
     /** Records a permission decision in the run's history before the agent hears it. */
     private readonly record: SubagentTurnContext['recordPermission'],
+    /** Hands the agent's text to the run's observers as it comes. */
+    private readonly stream: SubagentTurnContext['streamText'],
   ) {
     this.exit = new Promise((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (this.stderr = (this.stderr + chunk).slice(-2000)));
@@ -196,6 +198,7 @@ class AgentProcess {
     options: AcpProviderOptions,
     cwd: string,
     record: SubagentTurnContext['recordPermission'],
+    stream: SubagentTurnContext['streamText'],
   ): Promise<AgentProcess> {
     // The SDK is ESM-only; loaded on first use, so processes that never run an ACP turn never load it.
     const acp = await import('@agentclientprotocol/sdk');
@@ -204,7 +207,7 @@ class AgentProcess {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
-    const agent = new AgentProcess(acp, child, options, cwd, record);
+    const agent = new AgentProcess(acp, child, options, cwd, record, stream);
     agent.connect();
     return agent;
   }
@@ -231,6 +234,7 @@ class AgentProcess {
         const { update } = params;
         if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text') {
           this.chunks.push(update.content.text);
+          this.stream?.(update.content.text);
         }
       })
       .onRequest(acp.methods.client.session.requestPermission, ({ params }) => this.decide(params))

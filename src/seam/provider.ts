@@ -115,6 +115,11 @@ export interface SubagentTurnContext {
    * answers the agent: it stays in the audit whatever becomes of the turn. Resolves once recorded.
    */
   recordPermission?(decision: SubagentPermissionDecision): Promise<void>;
+  /**
+   * Hands text the child is generating to the run's observers as it comes (`text-delta` events,
+   * batched); the turn's output still carries the whole. Absent where nothing is published.
+   */
+  streamText?(delta: string): void;
   readonly lastHeartbeat: unknown;
   /**
    * Present when the run asked for structured output (and the provider declares the

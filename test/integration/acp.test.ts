@@ -5,7 +5,7 @@
 import { appendFileSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type SubagentRun, auditDrafts } from '../../src';
+import { type SubagentRun, type SubagentRunEvent, auditDrafts } from '../../src';
 import {
   type AcpAgentScript,
   type AcpScriptedTurn,
@@ -112,6 +112,25 @@ it('concatenates output that arrives in many chunks', async () => {
   const agent = await acpProvider({ turns: [{ chunks }] });
   const run = agent.start();
   expect(await run.result).toEqual({ output: text(chunks.join('')), stopReason: 'completed' });
+  await run.dispose();
+});
+
+it('hands the agent’s chunks to the run’s observers as they come, in batches before the turn’s output', async () => {
+  const chunks = Array.from({ length: 12 }, (_, i) => `part${i} `);
+  // 12 chunks 100 ms apart: batches at 250 ms and 750 ms at least.
+  const agent = await acpProvider({ turns: [{ chunks, chunkDelayMs: 100 }] });
+  const run = agent.start();
+  const seen: SubagentRunEvent[] = [];
+  for await (const event of run.events!()) {
+    seen.push(event);
+    if (event.type === 'settled') break;
+  }
+  const deltas = seen.flatMap((event) => (event.type === 'text-delta' ? [event.text] : []));
+  expect(deltas.length).toBeGreaterThanOrEqual(2);
+  expect(chunks.join('').startsWith(deltas.join(''))).toBe(true);
+  const types = seen.map((event) => event.type);
+  expect(types.lastIndexOf('text-delta')).toBeLessThan(types.indexOf('text'));
+  expect(seen.find((event) => event.type === 'text')).toMatchObject({ text: chunks.join('') });
   await run.dispose();
 });
 
