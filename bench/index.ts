@@ -33,6 +33,8 @@ const STEP_COUNTS = [5, 20, 50];
 const STREAM_TOKENS = 200;
 const STREAM_TOKEN_MS = 10;
 const HEARTBEAT_TIMEOUT_S = 5;
+/** Figure 6: a batch of runs that has not parked by then has stalled. */
+const PARK_DEADLINE_MS = 180_000;
 /** A directory for the LLM children's file tools, with a file of 200 KiB in lines of 64 characters. */
 const benchFiles = mkdtempSync(join(tmpdir(), 'subagent-bench-files-'));
 const BIG_FILE = 'big.txt';
@@ -167,9 +169,9 @@ async function main(): Promise<void> {
   if (flag('long-turn')) await both(async () => (results.long_turn = await bench.longTurn(bigOutputs.name)));
   else if (flag('observers')) await both(() => observers(temporal.address, serverPid, service, timing, results, quick));
   else if (flag('memory')) await memory(temporal.address, service);
-  else if (flag('stream'))
+  else if (flag('stream')) {
     await both(async () => (results.stream = await bench.stream(spawnProvider.name, unstreamed.name)));
-  else {
+  } else {
     // Figure 10's two sides, each a process with its worker and its client.
     const task = {
       address: temporal.address,
@@ -618,24 +620,45 @@ async function memory(address: string, service: TemporalSubagentService): Promis
     const heapMb = () => (JSON.parse(readFileSync(memoryFile, 'utf8')) as { heapUsed: number }).heapUsed / 2 ** 20;
     const park = async (count: number) => {
       const runs = Array.from({ length: count }, () => service.start(name, { prompt: text('park'), parent }));
-      await Promise.all(runs.map((run) => run.result));
+      let timer: NodeJS.Timeout | undefined;
+      const stalled = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`${count} runs did not all park within ${PARK_DEADLINE_MS} ms`)),
+          PARK_DEADLINE_MS,
+        );
+      });
+      try {
+        await Promise.race([Promise.all(runs.map((run) => run.result)), stalled]);
+      } finally {
+        clearTimeout(timer);
+      }
       return runs;
     };
-    // Warm: the worker has run (and forgotten) some runs before the first reading.
-    await Promise.all((await park(20)).map((run) => run.dispose()));
-    await sleep(2000);
-    const rss: number[] = [rssMb(worker.child.pid!)];
-    const heap: number[] = [heapMb()];
-    for (let batch = 0; batch < 10; batch++) {
-      await park(100);
-      if (batch === 0 || batch === 9) {
-        await sleep(2000);
-        rss.push(rssMb(worker.child.pid!));
-        heap.push(heapMb());
+    const rss: number[] = [];
+    const heap: number[] = [];
+    try {
+      // Warm: the worker has run (and forgotten) some runs before the first reading.
+      await Promise.all((await park(20)).map((run) => run.dispose()));
+      await sleep(2000);
+      rss.push(rssMb(worker.child.pid!));
+      heap.push(heapMb());
+      for (let batch = 0; batch < 10; batch++) {
+        await park(100);
+        if (batch === 0 || batch === 9) {
+          await sleep(2000);
+          rss.push(rssMb(worker.child.pid!));
+          heap.push(heapMb());
+        }
       }
+    } catch (err) {
+      // A setting that cannot park its runs is a finding, not the end of the bench.
+      figures[label] = { stalled: (err as Error).message };
+      log(`   ${label.padEnd(31)} did not finish: ${(err as Error).message}`);
+      continue;
+    } finally {
+      // The parked runs stay parked: the in-memory server goes away with the bench.
+      await worker.kill();
     }
-    // The parked runs stay parked: the in-memory server goes away with the bench.
-    await worker.kill();
     const [idle, hundred, thousand] = rss as [number, number, number];
     const growth = thousand - idle;
     figures[label] = {
