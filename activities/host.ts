@@ -1,6 +1,7 @@
 // What every activity of a worker shares: its dependencies, heartbeating with cancellation that
 // waits for the work to stop, the run's context from the worker's cache or its workflow, the
-// hosted provider by name, and the payload limit on what an activity returns.
+// hosted provider by name, the payload limit on what an activity returns, the failure types no
+// retry can fix, and streamed text handed to the run's observers in batches.
 import { randomBytes } from 'node:crypto';
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { payloadLimitViolation } from '../src/seam/constants';
