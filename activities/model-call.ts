@@ -66,17 +66,20 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
         ],
       });
       host.cache.dropToolResults(runId, input.toolResultIds ?? []);
-      // The calls are in `content`; the answers given here enter the next call's tool entry, and
-      // are kept as the tools' results are.
+      // The answers given here enter the next call's tool entry, and are kept as the tools' results are.
       const { toolCalls, ...result } = outcome;
       const answers: Record<string, ToolActivityResult> = {};
-      for (const { id, answer } of toolCalls) {
-        if (!answer) continue;
-        const resultId = `${outputId}/${id}`;
-        const { content, isError } = answer;
-        host.cache.putToolResult(runId, resultId, { type: 'tool-result', toolCallId: id, content, isError });
-        answers[id] = { ...answer, resultId };
-      }
+      const calls = toolCalls.map((call) => {
+        if (!call.answer) return call;
+        const resultId = `${outputId}/${call.id}`;
+        const { content, isError } = call.answer;
+        host.cache.putToolResult(runId, resultId, { type: 'tool-result', toolCallId: call.id, content, isError });
+        answers[call.id] = { ...call.answer, resultId };
+        return { ...call, answer: answers[call.id] };
+      });
+      // A workflow that reads the calls from `content` gets them only there (workflow code from
+      // before that reads `toolCalls`).
+      if (!input.callsInContent) return { ...result, toolCalls: calls, outputId };
       return { ...result, ...(Object.keys(answers).length > 0 ? { answers } : {}), outputId };
     });
   };

@@ -80,6 +80,12 @@ export interface ModelCallInput {
   deltaLength?: number;
   /** The ids of the tool results that make the first of those entries, in call order (`resultId`). */
   toolResultIds?: string[];
+  /**
+   * The workflow reads the result's tool calls from its `content` (`answers` for those the
+   * activity answered), so the result lists them only there. Workflow code from before 2026-12
+   * sends no such flag and gets `toolCalls`, as it expects.
+   */
+  callsInContent?: true;
   /** Sent with the run's first model call only. */
   request?: ResolvedSubagentRequest;
 }
@@ -99,9 +105,9 @@ export interface ModelCallResult {
   /** `completed` when the model stopped or called tools; `max-tokens`, `refusal` or `error` otherwise. */
   stopReason: SubagentStopReason;
   diagnostic?: string;
-  /** Results from before 2026-12 only: the calls in `content` again. Since, they are read there. */
+  /** For a workflow that did not ask for `callsInContent`: the calls in `content` again, each with its answer. */
   toolCalls?: ModelToolCall[];
-  /** The calls the activity answered itself (`structured_output`, a denied or unknown tool), by call id. */
+  /** With `callsInContent`: the calls the activity answered itself (`structured_output`, a denied or unknown tool), by call id. */
   answers?: Record<string, ToolActivityResult>;
   /** A value captured by `structured_output` in this response; it ends the turn. */
   structured?: unknown;

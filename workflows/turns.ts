@@ -147,6 +147,7 @@ export function turnRunner(
             ? { deltaLength: state.transcript.length - base, ...(toolResultIds ? { toolResultIds } : {}) }
             : { delta: state.transcript.slice(base) }),
           request: turn === 0 && step === 0 ? state.request : undefined,
+          callsInContent: true,
         });
       } catch (err) {
         if (stoppedByCancel(err)) throw err;

@@ -102,11 +102,11 @@ async function* treeEvents(
           // The rest of the tree: what it holds now, no waiting.
           rootClosed = true;
           stop.abort();
-          for (const [pending, runId] of streams) {
-            const abandoned = reading.get(pending);
+          for (const [waiting, runId] of [...streams]) {
+            const abandoned = reading.get(waiting);
             if (!abandoned) continue;
             abandoned.catch(() => undefined);
-            reading.delete(pending);
+            reading.delete(waiting);
             open(runId, false);
           }
         }

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { SubagentRunEvent, TranscriptEntry } from '../../src';
 import {
   createScriptedProvider,
+  type FakeOpenAI,
   hangReply,
   ReadyProcess,
   ScriptedTurnEvent,
@@ -63,6 +64,27 @@ function crashSetup(runSettings = {}) {
     return worker;
   };
   return { name, events, service, spawnWorker };
+}
+
+/** A spawn provider of its own against `fake`, registered, and its worker processes (SIGKILL-able). */
+function spawnCrashSetup(fake: FakeOpenAI, prefix: string) {
+  const name = uniqueName(prefix);
+  const service = newService(temporal);
+  service.registerProvider(
+    createSpawnProvider({ name, runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' } } }),
+  );
+  const env = {
+    PROVIDER_NAME: name,
+    PROVIDER_KIND: 'spawn',
+    OPENAI_BASE_URL: fake.baseURL,
+    SUBAGENT_MODEL: 'fake-model',
+  };
+  const spawnWorker = async () => {
+    const worker = await spawnWorkerProcess(env);
+    workers.push(worker);
+    return worker;
+  };
+  return { name, service, spawnWorker };
 }
 
 it('completes on a restarted worker after a SIGKILL mid-turn, delivering each message to exactly one turn', async () => {
@@ -172,22 +194,8 @@ it('yields structured exactly once when the worker is SIGKILLed right after the 
 it('repeats no completed model call when the worker is SIGKILLed between two model calls', async () => {
   const fake = await startFakeOpenAI();
   try {
-    const name = uniqueName('crash-spawn');
-    const service = newService(temporal);
-    service.registerProvider(
-      createSpawnProvider({
-        name,
-        runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' } },
-      }),
-    );
-    const env = {
-      PROVIDER_NAME: name,
-      PROVIDER_KIND: 'spawn',
-      OPENAI_BASE_URL: fake.baseURL,
-      SUBAGENT_MODEL: 'fake-model',
-    };
-    const first = await spawnWorkerProcess(env);
-    workers.push(first);
+    const { name, service, spawnWorker } = spawnCrashSetup(fake, 'crash-spawn');
+    const first = await spawnWorker();
     fake.enqueue(
       toolCallReply([{ id: 'call-ls', name: 'list_directory', arguments: {} }]),
       hangReply(),
@@ -201,7 +209,7 @@ it('repeats no completed model call when the worker is SIGKILLed between two mod
 
     await fake.waitForRequests(2, 30_000);
     await first.kill('SIGKILL');
-    workers.push(await spawnWorkerProcess(env));
+    await spawnWorker();
 
     expect(await run.result).toEqual({ output: text('survived'), stopReason: 'completed' });
     const conversations = fake.requests.map((request) =>
@@ -223,22 +231,8 @@ it('repeats no completed model call when the worker is SIGKILLed between two mod
 it('loses no streamed text its run published when the worker is SIGKILLed mid-stream; the retry streams again', async () => {
   const fake = await startFakeOpenAI();
   try {
-    const name = uniqueName('crash-stream');
-    const service = newService(temporal);
-    service.registerProvider(
-      createSpawnProvider({
-        name,
-        runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' } },
-      }),
-    );
-    const env = {
-      PROVIDER_NAME: name,
-      PROVIDER_KIND: 'spawn',
-      OPENAI_BASE_URL: fake.baseURL,
-      SUBAGENT_MODEL: 'fake-model',
-    };
-    const first = await spawnWorkerProcess(env);
-    workers.push(first);
+    const { name, service, spawnWorker } = spawnCrashSetup(fake, 'crash-stream');
+    const first = await spawnWorker();
     const words = Array.from({ length: 40 }, (_, index) => `w${index}`).join(' ');
     // The first attempt streams 40 words 100 ms apart and dies with its worker part way; the retry streams fast.
     fake.enqueue(textReply(words, { tokenDelayMs: 100 }), textReply(words, { tokenDelayMs: 20 }));
@@ -250,7 +244,7 @@ it('loses no streamed text its run published when the worker is SIGKILLed mid-st
       if (beforeKill.filter((e) => e.type === 'text-delta').length === 2) break;
     }
     await first.kill('SIGKILL');
-    workers.push(await spawnWorkerProcess(env));
+    await spawnWorker();
     expect(await run.result).toEqual({ output: text(words), stopReason: 'completed' });
 
     const all: SubagentRunEvent[] = [];

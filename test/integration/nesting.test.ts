@@ -77,8 +77,19 @@ it('cancels every descendant when a run is cancelled', async () => {
     const [grandchild] = child ? await childrenOf(child) : [];
     return child && grandchild ? [child, grandchild] : undefined;
   }, 30_000);
+  // A reader of the whole tree, following it, ends with the root's close whatever its nested runs are doing then.
+  const tree: SubagentRunEvent[] = [];
+  const reading = (async () => {
+    for await (const event of run.events!({ nested: true })) tree.push(event);
+  })();
+  await eventually(() => tree.find((event) => event.runId === grandchildId));
   run.cancel('the task was withdrawn');
   expect((await run.result).stopReason).toBe('aborted');
+  await reading;
+  expect(tree.filter((event) => event.runId === run.id).at(-1)).toMatchObject({
+    type: 'closed',
+    closedBy: 'cancelled',
+  });
   const outcomes = await Promise.all([closed(run.id), closed(childId), closed(grandchildId)]);
   expect(outcomes.map((outcome) => [outcome.result.stopReason, outcome.closedBy])).toEqual([
     ['aborted', 'cancelled'],
