@@ -11,9 +11,15 @@ const GRPC_UNAVAILABLE = 14;
 
 const grpcCodes = (err: unknown) => causeChain(err).map((e) => (e as { code?: unknown }).code);
 
-/** gRPC UNAVAILABLE or DEADLINE_EXCEEDED anywhere in the cause chain: the server is down or restarting. */
+/**
+ * gRPC UNAVAILABLE or DEADLINE_EXCEEDED anywhere in the cause chain, or a connection that broke
+ * under a call in flight ("transport error"): the server is down or restarting.
+ */
 export function isUnreachable(err: unknown): boolean {
-  return grpcCodes(err).some((code) => code === GRPC_UNAVAILABLE || code === GRPC_DEADLINE_EXCEEDED);
+  return (
+    grpcCodes(err).some((code) => code === GRPC_UNAVAILABLE || code === GRPC_DEADLINE_EXCEEDED) ||
+    causeChain(err).some((e) => /^transport error/.test(e.message))
+  );
 }
 
 /** NOT_FOUND, from the client or a raw service call: no such workflow (or run). */

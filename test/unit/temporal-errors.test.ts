@@ -26,3 +26,11 @@ it('keeps an unreachable server UNAVAILABLE and a missing workflow UNKNOWN_RUN',
     'UNKNOWN_RUN',
   );
 });
+
+it('reads a connection that broke under a call in flight as an unreachable server', () => {
+  // As a history long poll fails when the frontend it waits on is killed.
+  const broken = grpcError(13, 'transport error');
+  expect(isUnreachable(broken)).toBe(true);
+  expect(isUnreachable(new Error('Temporal call failed', { cause: broken }))).toBe(true);
+  expect(isUnreachable(grpcError(13, 'an internal error'))).toBe(false);
+});
