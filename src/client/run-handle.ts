@@ -332,10 +332,22 @@ export class RunHandle {
           ...(stopAtStart === 'cancelled' ? { abortedAtStart: true } : {}),
           ...(stopAtStart === 'disposed' ? { disposedAtStart: true } : {}),
         };
+        // A resume that a fault held past the deadline is sent again, the same update, until the
+        // reconnect window has passed: the run answers it once whichever copy reaches it.
+        const giveUpAt = Date.now() + this.context.reconnectWindowMs;
+        const send = async (): Promise<void> => {
+          try {
+            await withinDeadline(this.context, () =>
+              this.handle.executeUpdate(resumeUpdate, { args: [args], updateId: `resume-${resumeId}` }),
+            );
+          } catch (err) {
+            const held = err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isUnreachable(err);
+            if (!held || Date.now() > giveUpAt) throw err;
+            await send();
+          }
+        };
         try {
-          await withinDeadline(this.context, () =>
-            this.handle.executeUpdate(resumeUpdate, { args: [args], updateId: `resume-${resumeId}` }),
-          );
+          await send();
           this.wake();
         } catch (err) {
           // NotFound also means closed (its window passed since this handle looked): not resumable.
