@@ -343,6 +343,8 @@ export class RunHandle {
           } catch (err) {
             const held = err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isUnreachable(err);
             if (!held || Date.now() > giveUpAt) throw err;
+            // A server that refuses connections at once is not asked again at once.
+            await new Promise((resolve) => setTimeout(resolve, RESEND_PAUSE_MS));
             await send();
           }
         };
@@ -412,6 +414,9 @@ async function workflowExists(handle: WorkflowHandle): Promise<boolean> {
 }
 
 /** `fn`'s calls under the service's start deadline. */
+/** The pause before a resume held by a fault is sent again. */
+const RESEND_PAUSE_MS = 200;
+
 export function withinDeadline<T>(context: RunHandleContext, fn: () => Promise<T>): Promise<T> {
   return context.client.connection.withDeadline(Date.now() + context.startTimeoutMs, fn);
 }
