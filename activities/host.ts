@@ -6,11 +6,17 @@ import { randomBytes } from 'node:crypto';
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { payloadLimitViolation } from '../src/seam/constants';
 import type { ContentBlock } from '../src/seam/content';
-import type { SubagentPermissionDecision } from '../src/seam/result';
+import type { SubagentApprovalDecision, SubagentPermissionDecision } from '../src/seam/result';
 import type { SubagentDelegate } from '../src/seam/delegation';
 import type { SubagentAgentProvider, SubagentHostedProvider, SubagentTurnProvider } from '../src/seam/provider';
 import { CachedRunContext, RunContextCache } from './run-context-cache';
-import { FINAL_FAILURE_TYPES, type RunContextSnapshot, type TextDeltaArgs, type TurnActivityInput } from './types';
+import {
+  FINAL_FAILURE_TYPES,
+  type RequestApprovalArgs,
+  type RunContextSnapshot,
+  type TextDeltaArgs,
+  type TurnActivityInput,
+} from './types';
 import type { TranscriptEntry } from '../src/seam/request';
 
 export interface ActivityDependencies {
@@ -21,6 +27,11 @@ export interface ActivityDependencies {
   fetchPendingMessages(runId: string): Promise<ContentBlock[][]>;
   /** Records a permission decision in the run's history (a signal to its workflow). */
   recordPermission?(runId: string, decision: SubagentPermissionDecision): Promise<void>;
+  /**
+   * Asks the run for an approval (an update to its workflow) and resolves with the decision, or
+   * rejects when `signal` aborts first.
+   */
+  requestApproval?(runId: string, args: RequestApprovalArgs, signal: AbortSignal): Promise<SubagentApprovalDecision>;
   /** Records a batch of streamed text in the run's history (a signal to its workflow). */
   publishText?(runId: string, delta: TextDeltaArgs): Promise<void>;
   /** When a streaming turn or model call hands its text on (default `TEXT_BATCHES`). */

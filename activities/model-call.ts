@@ -13,7 +13,7 @@ import type { SubagentAgentProvider } from '../src/seam/provider';
 import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
 import type { SubagentStopReason } from '../src/seam/result';
 import type { StructuredOutputSchema } from '../src/seam/structured';
-import { toolError } from '../src/seam/tool';
+import { type SubagentTool, toolError } from '../src/seam/tool';
 import { createStructuredOutputRuntime } from '../src/structured/runtime';
 import { type ActivityHost, newEntryId, runOf } from './host';
 import type { ModelCallInput, ModelCallResult, ModelToolCall, ToolActivityResult } from './types';
@@ -66,6 +66,7 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
         ],
       });
       host.cache.dropToolResults(runId, input.toolResultIds ?? []);
+      const held = await heldForApproval(provider, outcome.toolCalls, input.asksApproval === true);
       // The answers given here enter the next call's tool entry, and are kept as the tools' results are.
       const { toolCalls, ...result } = outcome;
       const answers: Record<string, ToolActivityResult> = {};
@@ -80,9 +81,43 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
       // A workflow that reads the calls from `content` gets them only there (workflow code from
       // before that reads `toolCalls`).
       if (!input.callsInContent) return { ...result, toolCalls: calls, outputId };
-      return { ...result, ...(Object.keys(answers).length > 0 ? { answers } : {}), outputId };
+      return {
+        ...result,
+        ...(Object.keys(answers).length > 0 ? { answers } : {}),
+        ...(held.length > 0 ? { approvals: held } : {}),
+        outputId,
+      };
     });
   };
+}
+
+/**
+ * The ids of the calls the tools' `needsApproval` holds, for a workflow that parks them
+ * (`canAsk`). Where the workflow cannot ask (code from before approvals), such a call is answered
+ * here with a denial instead: an unapproved call never runs. A policy that throws holds the call.
+ */
+async function heldForApproval(
+  provider: SubagentAgentProvider,
+  calls: ModelToolCall[],
+  canAsk: boolean,
+): Promise<string[]> {
+  const held: string[] = [];
+  for (const call of calls) {
+    const policy = call.answer ? undefined : provider.tools.find((tool) => tool.name === call.name)?.needsApproval;
+    if (!policy || !(await needsApproval(policy, call.arguments))) continue;
+    if (canAsk) held.push(call.id);
+    else call.answer = toolError(`${call.name} needs approval, and this run cannot ask for it`);
+  }
+  return held;
+}
+
+async function needsApproval(policy: NonNullable<SubagentTool['needsApproval']>, args: string): Promise<boolean> {
+  if (typeof policy === 'boolean') return policy;
+  try {
+    return await policy(args.trim() === '' ? {} : JSON.parse(args));
+  } catch {
+    return true;
+  }
 }
 
 /** The tools a run may call: the provider's, narrowed by the request's filter (deny wins). */

@@ -1,6 +1,7 @@
 // `subagentTurn`: one turn of a turn-based provider (scripted, acp, a hosted seam provider), with
 // the turn context the provider works in: its conversation, mid-turn messages, heartbeats, the
 // structured-output capture and nested delegation.
+import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import type { ContentBlock } from '../src/seam/content';
 import { type SubagentDelegatingRun, delegationOf } from '../src/seam/delegation';
@@ -59,6 +60,16 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
         },
         heartbeat: setDetails,
         ...(deps.recordPermission ? { recordPermission: (decision) => deps.recordPermission!(runId, decision) } : {}),
+        ...(deps.requestApproval
+          ? {
+              requestApproval: (call) =>
+                deps.requestApproval!(
+                  runId,
+                  { turn: input.turn, key: approvalKey(call), ...call },
+                  activity.cancellationSignal,
+                ),
+            }
+          : {}),
         ...(publisher ? { streamText: publisher.add } : {}),
         lastHeartbeat: activity.info.heartbeatDetails,
         ...(structuredOutput ? { structuredOutput } : {}),
@@ -121,4 +132,10 @@ function withStructured(
     stopReason: 'error',
     diagnostic: `the provider's structured result is invalid: ${violations.join('; ')}`,
   };
+}
+
+/** The same call asked again (a retried attempt asks as the first did) has the same key. */
+function approvalKey(call: { tool: string; arguments: string; kind?: string }): string {
+  const digest = createHash('sha256').update(JSON.stringify([call.tool, call.kind ?? '', call.arguments]));
+  return digest.digest('hex').slice(0, 12);
 }

@@ -86,6 +86,11 @@ export interface ModelCallInput {
    * sends no such flag and gets `toolCalls`, as it expects.
    */
   callsInContent?: true;
+  /**
+   * The workflow parks the calls the provider's policy holds for approval (`approvals` in the
+   * result). Workflow code from before approvals sends no such flag: such calls are denied there.
+   */
+  asksApproval?: true;
   /** Sent with the run's first model call only. */
   request?: ResolvedSubagentRequest;
 }
@@ -109,6 +114,8 @@ export interface ModelCallResult {
   toolCalls?: ModelToolCall[];
   /** With `callsInContent`: the calls the activity answered itself (`structured_output`, a denied or unknown tool), by call id. */
   answers?: Record<string, ToolActivityResult>;
+  /** With `asksApproval`: the ids of the calls the provider's policy holds for approval. */
+  approvals?: string[];
   /** A value captured by `structured_output` in this response; it ends the turn. */
   structured?: unknown;
   usage?: SubagentUsage;
@@ -138,6 +145,16 @@ export interface TextDeltaArgs {
   /** The model call's attempt: a retried call streams its text again from the start. */
   attempt: number;
   text: string;
+}
+
+/** A turn's provider asks its run for an approval (`requestApprovalUpdate`). */
+export interface RequestApprovalArgs {
+  turn: number;
+  /** Names the request within its turn: the same key (the same call asked again) is the same request. */
+  key: string;
+  tool: string;
+  arguments: string;
+  kind?: string;
 }
 
 /** What `runContextQuery` returns: the run's request and its whole conversation. */

@@ -10,14 +10,17 @@
 // inputs that count what history holds already (store-once) and a turn that continues as new
 // between model calls; v7 (`v7 resumed`) a resume that names itself; v8 (`v8 start agent-loop`)
 // activity inputs without the run's id, model-call results without their calls listed twice, and
-// (since v8) an agent-loop call the model-call activity answers itself.
+// (since v8) an agent-loop call the model-call activity answers itself; v9 (`v9 approvals
+// turn-approval`) tool calls held for approval: two agent-loop calls, one approved and one denied,
+// and a turn-based provider's request, approved.
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { TemporalSubagentService } from '../src';
+import { type SubagentTool, TemporalSubagentService, toolResult } from '../src';
+import { builtinFileTools } from '../src/tools';
 import {
   createScriptedProvider,
   spawnWorkerProcess,
@@ -44,7 +47,18 @@ async function main(): Promise<void> {
   const provider = createScriptedProvider({ name: 'scripted' });
   const oneShot = createScriptedProvider({ name: 'one-shot', steering: false, resumable: false });
   const fake = await startFakeOpenAI();
-  const spawn = createSpawnProvider({ endpoint: { baseURL: fake.baseURL, model: 'fake-model' } });
+  // A tool whose every call waits for approval (it runs nothing).
+  const removeFile: SubagentTool = {
+    name: 'remove_file',
+    description: 'Removes a file.',
+    parameters: { type: 'object', properties: { path: { type: 'string' } } },
+    needsApproval: true,
+    execute: async () => toolResult('removed'),
+  };
+  const spawn = createSpawnProvider({
+    endpoint: { baseURL: fake.baseURL, model: 'fake-model' },
+    tools: [...builtinFileTools(), removeFile],
+  });
   const worker = await createSubagentWorker({ connection: temporal.connection, providers: [provider, oneShot, spawn] });
   const service = new TemporalSubagentService({ client: temporal.client });
   service.registerProvider(provider);
@@ -131,6 +145,32 @@ async function main(): Promise<void> {
 
     const cancelled = await cancelWhileItsWorkerIsDead();
 
+    // Two agent-loop calls held for approval in one model response: one approved, one denied.
+    fake.enqueue(
+      toolCallReply([
+        { name: 'remove_file', arguments: { path: 'a.txt' } },
+        { name: 'remove_file', arguments: { path: 'b.txt' } },
+      ]),
+      textReply('removed one'),
+    );
+    const held = service.start('spawn', { prompt: text('remove both'), parent: { id: 'recorder' } });
+    const [first, second] = await pendingApprovals(held.id, 2);
+    await held.approve!(first!, 'allow');
+    await held.approve!(second!, { decision: 'deny', reason: 'keep b' });
+    await held.result;
+    await held.dispose();
+
+    // A turn-based provider's request (as an ACP permission request its policy asks about).
+    const asking = service.start('scripted', {
+      prompt: text('deploy'),
+      parent: { id: 'recorder' },
+      agentOptions: { script: [{ askApproval: { tool: 'deploy', arguments: { env: 'prod' } }, reply: '{approval}' }] },
+    });
+    const [request] = await pendingApprovals(asking.id, 1);
+    await asking.approve!(request!, 'allow');
+    await asking.result;
+    await asking.dispose();
+
     // One agent-loop turn long enough to continue as new between two of its model calls.
     const steps = 30;
     fake.enqueue(
@@ -163,6 +203,8 @@ async function main(): Promise<void> {
       ['cancelled-dead-worker', cancelled, undefined],
       ['agent-loop-continued', long.id, firstLongRun ?? undefined],
       ['agent-loop-carried-on', long.id, carriedOn],
+      ['approvals', held.id, undefined],
+      ['turn-approval', asking.id, undefined],
     ] as const;
     // A version that changes one path records only the labels given after it.
     for (const [label, workflowId, runId] of recordings.filter(([label]) => !ONLY.length || ONLY.includes(label))) {
@@ -182,6 +224,16 @@ async function main(): Promise<void> {
   await temporal.close();
   await server.stop();
   await fake.close();
+
+  /** The ids of the run's approval requests, once `count` wait. */
+  async function pendingApprovals(workflowId: string, count: number): Promise<string[]> {
+    const handle = temporal.client.workflow.getHandle(workflowId);
+    for (;;) {
+      const pending = (await handle.query(statusQuery).catch(() => undefined))?.pendingApprovals ?? [];
+      if (pending.length >= count) return pending.map((request) => request.requestId);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
 
   /** Resolves once the run's first activity is running. */
   async function untilPending(workflowId: string): Promise<void> {

@@ -2,10 +2,16 @@
 // it carries through continue-as-new, and the signals, updates and queries clients and workers
 // send it. Plain data only. The caller's side imports this module, never the workflow's code.
 import { type Sinks, defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { RunContextSnapshot, TextDeltaArgs } from '../activities/types';
+import type { RequestApprovalArgs, RunContextSnapshot, TextDeltaArgs } from '../activities/types';
 import type { ContentBlock, JsonValue } from '../src/seam/content';
 import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
-import type { SubagentPermissionDecision, SubagentResult, SubagentUsage } from '../src/seam/result';
+import type {
+  SubagentApprovalDecision,
+  SubagentApprovalRequest,
+  SubagentPermissionDecision,
+  SubagentResult,
+  SubagentUsage,
+} from '../src/seam/result';
 
 /** The workflow type name, as clients start it without loading the workflow's code. */
 export const SUBAGENT_RUN_WORKFLOW = 'subagentRunWorkflow';
@@ -28,6 +34,8 @@ export interface ResolvedRunSettings {
   maxStepsPerTurn: number;
   /** Largest state a continue-as-new may carry (Temporal refuses payloads over 2 MiB). */
   maxPayloadBytes: number;
+  /** How long a tool call waits for its approval before it is denied (runs since approvals exist). */
+  approvalTimeoutMs?: number;
 }
 
 export interface SubagentRunInput {
@@ -126,6 +134,8 @@ export interface SubagentRunStatus {
   children: string[];
   resumableUntil?: number;
   lastResult?: SubagentResult;
+  /** Tool calls parked until someone approves or denies them (runs since approvals exist). */
+  pendingApprovals?: SubagentApprovalRequest[];
 }
 
 export interface SendMessageArgs {
@@ -155,6 +165,31 @@ export const DISPOSED_BEFORE_BEGINNING = 'the run was disposed before it began';
 /** The user message of a nudge turn. */
 export const STRUCTURED_OUTPUT_NUDGE =
   'You finished without calling `structured_output`. Call `structured_output` now with your final result matching its parameter schema.';
+
+/**
+ * Answers a pending approval request; refused (`UNKNOWN_APPROVAL`) for a request the run never
+ * made. A request decided already answers with that decision, whoever made it.
+ */
+export const approveUpdate = defineUpdate<SubagentApprovalDecision, [ApproveArgs]>('approve');
+/**
+ * Sent by a turn's activity to its own run when its provider asks for an approval (an ACP
+ * permission request its policy does not decide); answers once it is decided. The same request
+ * (`key`) asked again in the same turn, by a retried attempt, joins the first.
+ */
+export const requestApprovalUpdate = defineUpdate<SubagentApprovalDecision, [RequestApprovalArgs]>('requestApproval');
+
+export interface ApproveArgs {
+  requestId: string;
+  decision: 'allow' | 'deny';
+  reason?: string;
+}
+
+/** The memo key whose every change (a request, a decision) is one history event `run.events()` reads. */
+export const APPROVAL_MEMO_KEY = 'approval';
+
+/** One change of an approval, as the memo records it: the request, then its decision. */
+export type ApprovalMemo =
+  ({ state: 'requested' } & SubagentApprovalRequest) | ({ state: 'decided' } & SubagentApprovalDecision);
 
 export const sendMessageSignal = defineSignal<[SendMessageArgs]>('sendMessage');
 /**

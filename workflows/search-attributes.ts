@@ -6,7 +6,7 @@ import { defineSearchAttributeKey } from '@temporalio/common';
 export const PROVIDER_ATTRIBUTE = defineSearchAttributeKey('SubagentProvider', 'KEYWORD');
 export const PARENT_RUN_ATTRIBUTE = defineSearchAttributeKey('SubagentParentRunId', 'KEYWORD');
 export const DEPTH_ATTRIBUTE = defineSearchAttributeKey('SubagentDepth', 'INT');
-/** `running`, `parked` (settled, resumable) or `closed`. */
+/** `running`, `awaiting-approval` (a tool call waits for `approve`), `parked` (settled, resumable) or `closed`. */
 export const STATUS_ATTRIBUTE = defineSearchAttributeKey('SubagentStatus', 'KEYWORD');
 /** The latest segment's stop reason, once it settled. */
 export const STOP_REASON_ATTRIBUTE = defineSearchAttributeKey('SubagentStopReason', 'KEYWORD');

@@ -34,10 +34,12 @@ import {
   type SubagentRunInput,
   type SubagentRunOutcome,
   type SubagentRunStatus,
+  approveUpdate,
   childStartedSignal,
   disposeUpdate,
   pendingMessagesQuery,
   permissionDecidedSignal,
+  requestApprovalUpdate,
   resumeUpdate,
   runContextQuery,
   segmentOutcomeQuery,
@@ -47,6 +49,7 @@ import {
   textDeltaSignal,
   wakeUpdate,
 } from './definitions';
+import { Approvals, memoWithoutApproval } from './approvals';
 import { PROVIDER_ATTRIBUTE, STATUS_ATTRIBUTE, STOP_REASON_ATTRIBUTE } from './search-attributes';
 import { type MidTurn, RunState, turnRunner } from './turns';
 
@@ -111,7 +114,8 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
       nonRetryableErrorTypes: settings.turnRetry.nonRetryableErrorTypes,
     },
   };
-  const runTurn = turnRunner(input.driver, state, activityOptions, settings.maxStepsPerTurn);
+  const approvals = new Approvals(state.runId, settings.approvalTimeoutMs, indexed);
+  const runTurn = turnRunner(input.driver, state, activityOptions, settings.maxStepsPerTurn, approvals);
 
   setHandler(sendMessageSignal, ({ content, id }) => {
     // A sender retries a signal whose response it lost: the same id is the same message.
@@ -194,6 +198,16 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     return { disposed: true };
   });
 
+  setHandler(approveUpdate, (args) => approvals.decide(args), {
+    validator: ({ requestId }) => approvals.validate(requestId),
+  });
+
+  // A turn's provider asks (an ACP permission request). Not cancellable: the turn's end denies
+  // what it still waits for (turns.ts), so the handler finishes before the run continues or closes.
+  setHandler(requestApprovalUpdate, ({ turn, key, ...call }) =>
+    CancellationScope.nonCancellable(() => approvals.askInTurn(`t${turn}.${key}`, turn, call)),
+  );
+
   setHandler(wakeUpdate, () => undefined, {
     validator: () => {
       throw ApplicationFailure.nonRetryable('nothing to do: the task that carried this has run', 'WOKEN');
@@ -221,6 +235,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     children: [...children],
     resumableUntil: outcome?.resumableUntil,
     lastResult: outcome?.result,
+    pendingApprovals: approvals.pending(),
   }));
 
   setHandler(runContextQuery, () => ({ request, entries: state.transcript }));
@@ -249,7 +264,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     // The memo (the request's fingerprint for idempotent starts) and search attributes stay with the run.
     if (indexed) upsertSearchAttributes([{ key: STATUS_ATTRIBUTE, value: 'running' }]);
     const continueAsNew = makeContinueAsNewFunc<typeof subagentRunWorkflow>({
-      memo: workflowInfo().memo,
+      memo: memoWithoutApproval(),
       typedSearchAttributes: workflowInfo().typedSearchAttributes,
     });
     return continueAsNew({ ...input, ...atStart, carried: next });

@@ -12,6 +12,7 @@ import {
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { ModelCallResult, ModelToolCall, ToolActivityInput, ToolActivityResult } from '../activities/types';
+import type { Approvals } from './approvals';
 import type { SubagentSinks } from './definitions';
 import type { ContentBlock, JsonValue } from '../src/seam/content';
 import { delegationOf } from '../src/seam/delegation';
@@ -63,6 +64,7 @@ export function turnRunner(
   state: RunState,
   options: ActivityOptions,
   maxStepsPerTurn: number,
+  approvals: Approvals,
 ): TurnRunner {
   const activities = proxyActivities<Activities>(options);
   const tools = proxyActivities<ToolActivities>(options);
@@ -85,6 +87,7 @@ export function turnRunner(
     const transcriptRef = reference(state.transcript.length);
     const turn = state.turn++;
     appendUser(turnInput);
+    approvals.beginTurn(turn);
     try {
       const result = await activities.subagentTurn({
         provider: state.provider,
@@ -111,6 +114,8 @@ export function turnRunner(
     } catch (err) {
       if (stoppedByCancel(err)) throw err;
       return { output: [], stopReason: 'error', diagnostic: failureMessage(err) };
+    } finally {
+      approvals.endTurn(turn);
     }
   }
 
@@ -148,6 +153,7 @@ export function turnRunner(
             : { delta: state.transcript.slice(base) }),
           request: turn === 0 && step === 0 ? state.request : undefined,
           callsInContent: true,
+          asksApproval: true,
         });
       } catch (err) {
         if (stoppedByCancel(err)) throw err;
@@ -169,8 +175,16 @@ export function turnRunner(
       const toolCalls = toolCallsOf(result);
       if (result.stopReason !== 'completed' || toolCalls.length === 0) return turnResult(result);
 
-      // Calls run concurrently; their results enter the conversation in call order.
-      const answers: ToolActivityResult[] = await Promise.all(toolCalls.map((call) => call.answer ?? runTool(call)));
+      // Calls run concurrently; their results enter the conversation in call order. A call the
+      // provider's policy holds for approval runs once approved; a denied one tells the model why.
+      const held = new Set(result.approvals ?? []);
+      const answers: ToolActivityResult[] = await Promise.all(
+        toolCalls.map(
+          (call, index) =>
+            call.answer ??
+            (held.has(call.id) ? approvedThenRun(call, `t${turn}.s${step}.c${index}`, turn) : runTool(call)),
+        ),
+      );
       toolResultIds = answers.every((answer) => answer.resultId !== undefined)
         ? answers.map((answer) => answer.resultId!)
         : undefined;
@@ -188,6 +202,13 @@ export function turnRunner(
       if (result.structured !== undefined) return turnResult(result);
       appendUser(state.pending.splice(0));
     }
+  }
+
+  async function approvedThenRun(call: ModelToolCall, local: string, turn: number): Promise<ToolActivityResult> {
+    const { decision, by, reason } = await approvals.ask(local, turn, { tool: call.name, arguments: call.arguments });
+    if (decision === 'allow') return runTool(call);
+    const why = by === 'timeout' ? 'nobody approved it in time' : (reason ?? 'it was denied');
+    return toolError(`the call to ${call.name} was not approved: ${why}`);
   }
 
   /** A tool activity; a failure after its retries becomes an error result the model can read. */

@@ -12,7 +12,14 @@ import {
 } from '../../activities/types';
 import type { SegmentResultReply, SubagentRunInput } from '../../workflows/definitions';
 import type { SubagentPermissionDecision } from '../seam/result';
-import { closedOutcome, decodePayload, decodePayloads, runHistory, settledOutcome } from '../temporal/run-history';
+import {
+  approvalChange,
+  closedOutcome,
+  decodePayload,
+  decodePayloads,
+  runHistory,
+  settledOutcome,
+} from '../temporal/run-history';
 import { type AuditDraft, type AuditRecord, type AuditSigner, sealAudit } from './chain';
 
 const { EventType } = temporal.api.enums.v1;
@@ -81,6 +88,19 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
         if (request?.name === 'resume' || request?.name === 'dispose') {
           const [args] = await decodePayloads(converter, request.args?.payloads);
           yield draft(request.name, args);
+        } else if (request?.name === 'approve') {
+          // Who answered: the caller's identity as its client gave it.
+          const [args] = await decodePayloads(converter, request.args?.payloads);
+          const identity = event.workflowExecutionUpdateAcceptedEventAttributes!.acceptedRequest?.meta?.identity;
+          yield draft('approval.answer', { ...(args as object), ...(identity ? { identity } : {}) });
+        }
+        break;
+      }
+      case EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED: {
+        const change = await approvalChange(converter, event);
+        if (change) {
+          const { state, ...approval } = change;
+          yield draft(state === 'requested' ? 'approval.requested' : 'approval.decided', approval);
         }
         break;
       }

@@ -8,7 +8,7 @@ import { SubagentError } from '../seam/errors';
 import { ensureSearchAttributes } from '../temporal/search-attributes';
 import { auditExport, auditKeygen, auditVerify } from './audit';
 import { CliError, EXIT, Flags, need, out, withClient } from './common';
-import { cancel, list, logs, resume, send, show, start } from './runs';
+import { answerApproval, cancel, list, logs, resume, send, show, start } from './runs';
 
 const USAGE = `usage: subagents <command> [options]
 
@@ -18,12 +18,15 @@ const USAGE = `usage: subagents <command> [options]
   setup                                   register the runs' search attributes on the namespace
   start <provider> <prompt> [--schema FILE] [--cwd DIR] [--max-depth N] [--agent-options JSON] [--wait]
                                           (--cwd: the child's working directory; without it, no file tools)
-  list [--provider P] [--status running|parked|closed] [--limit N]
+  list [--provider P] [--status running|awaiting-approval|parked|closed] [--limit N]
   show <id>
   send <id> <message>
   cancel <id>
   resume <id> <message> [--wait]
-  logs <id> [--no-follow]                 the run's records as they happen
+  approve <id> <request> [--reason TEXT]  lets a tool call held for approval run (in the run or a run
+                                          below it; the request id is in logs, show and events)
+  deny <id> <request> [--reason TEXT]     denies it; the child reads the reason
+  logs <id> [--no-follow]                 the run's records as they happen, approvals waiting included
   audit export <id> [--out FILE]          the run's whole history as hash-chained JSONL, signed with
                                           SUBAGENT_AUDIT_SIGNING_KEY when it is set
   audit verify <file> [--public-key FILE] [--against-server]
@@ -51,6 +54,7 @@ async function main(argv: string[]): Promise<number> {
       'agent-options': { type: 'string' },
       cwd: { type: 'string' },
       'max-depth': { type: 'string' },
+      reason: { type: 'string' },
       provider: { type: 'string' },
       status: { type: 'string' },
       limit: { type: 'string' },
@@ -112,6 +116,13 @@ async function main(argv: string[]): Promise<number> {
       return withClient(({ client }) =>
         resume(flags, client, need(rest[0], 'resume <id> <message>'), need(rest[1], 'resume <id> <message>')),
       );
+    case 'approve':
+    case 'deny': {
+      const usage = `${command} <id> <request>`;
+      const [id, request] = [need(rest[0], usage), need(rest[1], usage)];
+      const decision = command === 'approve' ? 'allow' : 'deny';
+      return withClient(({ client }) => answerApproval(flags, client, id, request, decision));
+    }
     case 'logs':
       return withClient(({ client }) => logs(flags, client, need(rest[0], 'logs <id>')));
     default:
@@ -129,7 +140,11 @@ main(process.argv.slice(2)).then(
     if (err instanceof SubagentError) {
       console.error(`${err.code}: ${err.message}`);
       process.exit(
-        err.code === 'UNKNOWN_RUN' ? EXIT.unknownRun : err.code === 'UNAVAILABLE' ? EXIT.unreachable : EXIT.failed,
+        err.code === 'UNKNOWN_RUN' || err.code === 'UNKNOWN_APPROVAL'
+          ? EXIT.unknownRun
+          : err.code === 'UNAVAILABLE'
+            ? EXIT.unreachable
+            : EXIT.failed,
       );
     }
     console.error(err instanceof Error ? err.message : String(err));

@@ -5,6 +5,7 @@ import { resolve } from 'node:path';
 import type { Client } from '@temporalio/client';
 import { type SubagentRunStatus, sendMessageSignal, statusQuery } from '../../workflows/definitions';
 import { type AuditRecord, auditDrafts } from '../audit';
+import { approveRequest } from '../client/run-approvals';
 import { runStarted } from '../client/run-handle';
 import { RUN_ID_PREFIX } from '../seam/constants';
 import { type ContentBlock, textContent, textOf } from '../seam/content';
@@ -148,6 +149,7 @@ export async function show(flags: Flags, client: Client, id: string): Promise<nu
           pendingMessages: status.pendingMessages,
           usage: status.usage,
           children: status.children,
+          pendingApprovals: status.pendingApprovals ?? [],
           resumableUntil:
             status.resumableUntil === undefined ? undefined : new Date(status.resumableUntil).toISOString(),
           lastResult: status.lastResult,
@@ -160,6 +162,9 @@ export async function show(flags: Flags, client: Client, id: string): Promise<nu
     `  status ${data.status ?? data.temporalStatus}${data.stopReason ? ` (${data.stopReason})` : ''}${status ? `, segment ${status.segment}, ${status.turns} turns, ${status.pendingMessages} messages waiting` : ''}`,
     ...(status ? [`  tokens ${status.usage.promptTokens} prompt + ${status.usage.completionTokens} completion`] : []),
     ...(status?.children.length ? [`  children ${status.children.join(', ')}`] : []),
+    ...(status?.pendingApprovals ?? []).map(
+      (request) => `  awaiting approval ${request.requestId}: ${approvalLine(request)}`,
+    ),
     ...(data.resumableUntil ? [`  resumable until ${data.resumableUntil}`] : []),
     ...(status?.lastResult ? [`  last result: ${textOf(status.lastResult.output)}`] : []),
   ].join('\n');
@@ -173,6 +178,33 @@ export async function send(flags: Flags, client: Client, id: string, message: st
   await handle.signal(sendMessageSignal, { content: textContent(message) });
   out(flags, `sent to ${id}`, { id, sent: true });
   return EXIT.ok;
+}
+
+/**
+ * `approve` / `deny`: answers a tool call held for approval in run `id` or a run below it. Exits
+ * 1 when the request already had the other decision (another answer, or its timeout).
+ */
+export async function answerApproval(
+  flags: Flags,
+  client: Client,
+  id: string,
+  requestId: string,
+  decision: 'allow' | 'deny',
+): Promise<number> {
+  const reason = flags.values.reason as string | undefined;
+  const decided = await approveRequest(client, id, requestId, {
+    decision,
+    ...(reason === undefined ? {} : { reason }),
+  });
+  const mine = decided.by === 'caller' && decided.decision === decision;
+  out(
+    flags,
+    mine
+      ? `${decision === 'allow' ? 'approved' : 'denied'} ${requestId}`
+      : `${requestId} was decided already: ${decided.decision} (${decided.by}${decided.reason ? `: ${decided.reason}` : ''})`,
+    decided,
+  );
+  return mine ? EXIT.ok : EXIT.failed;
 }
 
 export async function cancel(flags: Flags, client: Client, id: string): Promise<number> {
@@ -225,6 +257,10 @@ function describeRecord(record: Pick<AuditRecord, 'type' | 'data'>): string | un
       return `model call (turn ${String(data.turn)}) ${String(data.stopReason)}: ${content(data.output)}`;
     case 'tool.call':
       return `tool ${String(data.tool)}(${String(data.arguments)})`;
+    case 'approval.requested':
+      return `awaiting approval ${String(data.requestId)}: ${approvalLine(data as { tool: string; arguments: string })}`;
+    case 'approval.decided':
+      return `approval ${String(data.decision)} (${String(data.by)}${data.reason ? `: ${String(data.reason)}` : ''}): ${String(data.requestId)}`;
     case 'permission':
       return `permission ${String(data.decision)}: ${String(data.toolCall)}`;
     case 'result':
@@ -238,4 +274,9 @@ function describeRecord(record: Pick<AuditRecord, 'type' | 'data'>): string | un
     default:
       return undefined;
   }
+}
+
+/** A held call as a person deciding reads it: the tool and the start of its arguments. */
+function approvalLine({ tool, arguments: args }: { tool: string; arguments: string }): string {
+  return `${tool}(${args.length > 200 ? `${args.slice(0, 200)}…` : args})`;
 }

@@ -17,9 +17,11 @@ import {
 import type { SubagentRunInput } from '../../workflows/definitions';
 import { type ContentBlock, textOf } from '../seam/content';
 import { SubagentError } from '../seam/errors';
+import type { SubagentApprovalDecision, SubagentApprovalRequest, SubagentResult } from '../seam/result';
 import type { SubagentProgress, SubagentRunEvent, SubagentRunEventsOptions } from '../seam/run';
 import {
   EventType,
+  approvalChange,
   closedOutcome,
   decodePayload,
   decodePayloads,
@@ -139,6 +141,8 @@ async function* runStream(
   let offset = 0;
   let depth = 0;
   let turn: number | undefined;
+  /** A turn that has begun and not ended yet. */
+  let openTurn: number | undefined;
   const settledSegments = new Set<number>();
   const messageIds = new Set<string>();
   const scheduled = new Map<string, { type: string; input: unknown }>();
@@ -193,11 +197,23 @@ async function* runStream(
         if (activity) progress.push(...failed(activity, attributes?.failure?.message ?? 'the activity failed'));
         break;
       }
+      case EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED: {
+        const change = await approvalChange(converter, event);
+        if (change) {
+          const { state, ...approval } = change;
+          progress.push(
+            state === 'requested'
+              ? { type: 'approval-requested', ...(approval as SubagentApprovalRequest) }
+              : { type: 'approval-decided', ...(approval as SubagentApprovalDecision) },
+          );
+        }
+        break;
+      }
       case EventType.EVENT_TYPE_MARKER_RECORDED: {
         const settled = await settledOutcome(converter, event);
         if (settled && !settledSegments.has(settled.segment)) {
           settledSegments.add(settled.segment);
-          progress.push({ type: 'settled', segment: settled.segment, result: settled.result });
+          progress.push(...settledEvents(settled.segment, settled.result));
         }
         break;
       }
@@ -206,7 +222,7 @@ async function* runStream(
         // A segment that closed the run recorded no settle point: its result is the workflow's.
         if (!settledSegments.has(outcome.segment)) {
           settledSegments.add(outcome.segment);
-          progress.push({ type: 'settled', segment: outcome.segment, result: outcome.result });
+          progress.push(...settledEvents(outcome.segment, outcome.result));
         }
         progress.push({ type: 'closed', closedBy: outcome.closedBy });
         break;
@@ -222,7 +238,25 @@ async function* runStream(
       default:
         break;
     }
-    for (const step of progress) yield { ...step, offset: offset++, runId, depth, time };
+    for (const step of progress) {
+      if (step.type === 'turn-end') openTurn = undefined;
+      yield { ...step, offset: offset++, runId, depth, time };
+    }
+  }
+
+  /**
+   * A segment's settle point, after the end of a turn that no activity ended (the model-call cap
+   * `maxStepsPerTurn`, a cancel between calls): every `turn-start` has its `turn-end`.
+   */
+  function settledEvents(segment: number, result: SubagentResult): SubagentProgress[] {
+    const events: SubagentProgress[] = [];
+    if (openTurn !== undefined) {
+      const { stopReason, diagnostic } = result;
+      events.push({ type: 'turn-end', turn: openTurn, stopReason, ...(diagnostic ? { diagnostic } : {}) });
+      openTurn = undefined;
+    }
+    events.push({ type: 'settled', segment, result });
+    return events;
   }
 
   /** The events an activity's scheduling stands for: a turn begins, a tool is called. */
@@ -231,6 +265,7 @@ async function* runStream(
       const { turn: next } = input as { turn: number };
       if (next === turn) return [];
       turn = next;
+      openTurn = next;
       return [{ type: 'turn-start', turn: next }];
     }
     if (RESERVED_ACTIVITY_NAMES.includes(type)) return [];

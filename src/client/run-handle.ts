@@ -24,6 +24,7 @@ import { SubagentError } from '../seam/errors';
 import type { SubagentResult } from '../seam/result';
 import type { SubagentLogger, SubagentRun, SubagentRunEvent, SubagentRunEventsOptions } from '../seam/run';
 import { SubagentEvents } from './events';
+import { approveRequest } from './run-approvals';
 import { runEvents } from './run-events';
 import { type ObservedOutcome, OutcomeQueryMissing, segmentOutcome } from './run-outcomes';
 import { isUnreachable, toSubagentError } from './temporal-errors';
@@ -114,6 +115,10 @@ export class RunHandle {
     if (init.steering) run.sendMessage = (content) => this.sendMessage(content);
     if (init.resumable) run.resume = (content) => this.resume(content);
     run.events = (options) => this.events(options);
+    run.approve = async (requestId, answer) => {
+      await this.started;
+      return approveRequest(this.context.client, init.runId, requestId, answer);
+    };
     // Not part of the seam's shape: lets `runStarted` wait until the run exists on the server.
     Object.defineProperty(run, STARTED, { value: this.started });
     this.run = run;

@@ -13,6 +13,7 @@ export const DEFAULT_RUN_SETTINGS = {
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
   structuredNudgeRetries: 1,
   maxStepsPerTurn: 200,
+  approvalTimeout: '24 hours',
 } as const satisfies SubagentRunSettings;
 
 /**
@@ -53,6 +54,7 @@ export function resolveRunSettings(
     structuredNudgeRetries,
     maxStepsPerTurn,
     maxPayloadBytes,
+    approvalTimeoutMs: duration(merged.approvalTimeout!, 'approvalTimeout'),
   };
 }
 

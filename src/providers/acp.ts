@@ -32,6 +32,12 @@ export interface AcpProviderOptions {
    * (`read`, `edit`, `delete`, `move`, `search`) that names no path is rejected too.
    */
   allowToolKinds?: string[];
+  /**
+   * Tool kinds asked of a person instead (`SubagentRun.approve`, `subagents approve`): the run's
+   * status says `awaiting-approval` until someone answers or `runSettings.approvalTimeout` denies.
+   * The path checks of `allowToolKinds` come first: a request they reject is never asked.
+   */
+  askToolKinds?: string[];
   /** Let an allowed request be remembered by the agent (`allow_always`). Default false: each is asked. */
   allowAlways?: boolean;
   /** Offer the agent file reading and writing, confined to the run's cwd. Default off. */
@@ -103,7 +109,7 @@ async function acpTurn(
   }
   // A retried turn (its worker died) and a resumed segment continue the session they had.
   const previous = ((ctx.lastHeartbeat ?? ctx.providerState) as AcpSessionState | undefined)?.sessionId;
-  const agent = await AgentProcess.start(options, cwd, ctx.recordPermission?.bind(ctx), ctx.streamText?.bind(ctx));
+  const agent = await AgentProcess.start(options, cwd, ctx);
   const onAbort = () => agent.cancel();
   ctx.signal.addEventListener('abort', onAbort, { once: true });
   try {
@@ -166,6 +172,8 @@ async function acpTurn(
   }
 }
 
+type RunSide = Pick<SubagentTurnContext, 'recordPermission' | 'requestApproval' | 'streamText'>;
+
 /** One agent process and its ACP connection, with the client side's handlers. */
 class AgentProcess {
   readonly permissions: SubagentPermissionDecision[] = [];
@@ -184,22 +192,18 @@ class AgentProcess {
     private readonly child: ChildProcessWithoutNullStreams,
     private readonly options: AcpProviderOptions,
     private readonly cwd: string,
-    /** Records a permission decision in the run's history before the agent hears it. */
-    private readonly record: SubagentTurnContext['recordPermission'],
-    /** Hands the agent's text to the run's observers as it comes. */
-    private readonly stream: SubagentTurnContext['streamText'],
+    /**
+     * The run's side: records a permission decision in its history before the agent hears it,
+     * asks the run for an approval, hands the agent's text to its observers as it comes.
+     */
+    private readonly run: RunSide,
   ) {
     this.exit = new Promise((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (this.stderr = (this.stderr + chunk).slice(-2000)));
   }
 
   /** Spawns the agent and connects to it; a command that cannot run fails the first request. */
-  static async start(
-    options: AcpProviderOptions,
-    cwd: string,
-    record: SubagentTurnContext['recordPermission'],
-    stream: SubagentTurnContext['streamText'],
-  ): Promise<AgentProcess> {
+  static async start(options: AcpProviderOptions, cwd: string, run: RunSide): Promise<AgentProcess> {
     // The SDK is ESM-only; loaded on first use, so processes that never run an ACP turn never load it.
     const acp = await import('@agentclientprotocol/sdk');
     const child = spawn(options.command, options.args ?? [], {
@@ -207,7 +211,7 @@ class AgentProcess {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
-    const agent = new AgentProcess(acp, child, options, cwd, record, stream);
+    const agent = new AgentProcess(acp, child, options, cwd, run);
     agent.connect();
     return agent;
   }
@@ -234,7 +238,7 @@ class AgentProcess {
         const { update } = params;
         if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text') {
           this.chunks.push(update.content.text);
-          this.stream?.(update.content.text);
+          this.run.streamText?.(update.content.text);
         }
       })
       .onRequest(acp.methods.client.session.requestPermission, ({ params }) => this.decide(params))
@@ -383,14 +387,19 @@ class AgentProcess {
     for (const path of paths) if (!root || !(await root.contains(path))) outside.push(path);
     let reason: string;
     let allowed = false;
+    const allowedKind = kind !== undefined && (this.options.allowToolKinds ?? []).includes(kind);
+    const askedKind =
+      kind !== undefined && (this.options.askToolKinds ?? []).includes(kind) && this.run.requestApproval !== undefined;
     if (outside.length > 0) reason = `it names a path outside the working directory: ${outside[0]}`;
     else if (kind === undefined) reason = 'it gives no kind';
-    else if (!(this.options.allowToolKinds ?? []).includes(kind)) reason = `kind "${kind}" is not allowed`;
+    else if (!allowedKind && !askedKind) reason = `kind "${kind}" is not allowed`;
     else if (PATH_KINDS.has(kind) && paths.length === 0) {
       reason = `a ${kind} request that names no path cannot be checked`;
-    } else {
+    } else if (allowedKind) {
       allowed = true;
       reason = paths.length > 0 ? `kind "${kind}", every path inside the working directory` : `kind "${kind}"`;
+    } else {
+      ({ allowed, reason } = await askedDecision(this.run, toolCall, kind));
     }
     const pick = (kinds: string[]) =>
       kinds.map((k) => params.options.find((candidate) => candidate.kind === k)).find(Boolean);
@@ -408,7 +417,7 @@ class AgentProcess {
     };
     this.permissions.push(decision);
     try {
-      await this.record?.(decision);
+      await this.run.recordPermission?.(decision);
     } catch {
       // Unrecorded, it may not be allowed: the audit must hold every allowed request.
       if (allowOption) return { outcome: { outcome: 'cancelled' } };
@@ -416,6 +425,28 @@ class AgentProcess {
     return option
       ? { outcome: { outcome: 'selected', optionId: option.optionId } }
       : { outcome: { outcome: 'cancelled' } };
+  }
+}
+
+/** What a person (or the parent) answered to a request `askToolKinds` holds; an ask that fails is a denial. */
+async function askedDecision(
+  run: RunSide,
+  toolCall: Acp.RequestPermissionRequest['toolCall'],
+  kind: string,
+): Promise<{ allowed: boolean; reason: string }> {
+  try {
+    const { decision, by, reason } = await run.requestApproval!({
+      tool: toolCall.title ?? toolCall.toolCallId,
+      kind,
+      arguments: JSON.stringify(toolCall.rawInput ?? {}),
+    });
+    const why = reason === undefined ? `answered by ${by}` : `${by}: ${reason}`;
+    return {
+      allowed: decision === 'allow',
+      reason: `kind "${kind}", ${decision === 'allow' ? 'approved' : 'denied'} (${why})`,
+    };
+  } catch (err) {
+    return { allowed: false, reason: `kind "${kind}", the approval could not be asked: ${(err as Error).message}` };
   }
 }
 

@@ -20,9 +20,14 @@ export interface ScriptedTurn {
   /**
    * The reply text. Placeholders: `{input}` this turn's user messages joined by " | ",
    * `{conversation}` every earlier user message joined by " | ", `{turn}`, `{segment}`, `{attempt}`,
-   * `{child}` (see `delegate`).
+   * `{child}` (see `delegate`), `{approval}` (see `askApproval`).
    */
   reply?: string;
+  /**
+   * Ask the run to approve this tool call (`context.requestApproval`) before answering; `{approval}`
+   * in the reply becomes `allow`, or `deny (<by>)`.
+   */
+  askApproval?: { tool: string; arguments?: unknown; kind?: string };
   /** Exact output blocks, instead of `reply`. */
   output?: ContentBlock[];
   /**
@@ -125,6 +130,7 @@ export function createScriptedProvider(options: ScriptedProviderOptions = {}): S
       if (step.delayMs) await wait(step.delayMs);
       if (step.stallFirstAttemptMs && ctx.attempt === 1) await wait(step.stallFirstAttemptMs);
       const child = step.delegate ? await delegate(step.delegate, ctx) : '';
+      const approval = step.askApproval ? await askApproval(step.askApproval, ctx) : '';
       if (step.hang) await wait(2 ** 31 - 1);
       if (step.failAttempts !== undefined && ctx.attempt <= step.failAttempts) {
         throw ApplicationFailure.retryable(
@@ -145,7 +151,8 @@ export function createScriptedProvider(options: ScriptedProviderOptions = {}): S
           .replaceAll('{turn}', String(ctx.turn))
           .replaceAll('{segment}', String(ctx.segment))
           .replaceAll('{attempt}', String(ctx.attempt))
-          .replaceAll('{child}', child);
+          .replaceAll('{child}', child)
+          .replaceAll('{approval}', approval);
       const toolCalls: ContentBlock[] = [];
       for (const [index, call] of (step.calls ?? []).entries()) {
         const argumentsJson =
@@ -187,6 +194,16 @@ export function createScriptedProvider(options: ScriptedProviderOptions = {}): S
 /** `{run}` and `{turn}` of a gate path filled in. */
 function fillPath(template: string, ctx: SubagentTurnContext): string {
   return template.replaceAll('{run}', ctx.runId).replaceAll('{turn}', String(ctx.turn));
+}
+
+async function askApproval(ask: NonNullable<ScriptedTurn['askApproval']>, ctx: SubagentTurnContext): Promise<string> {
+  if (!ctx.requestApproval) return 'deny (this worker cannot ask)';
+  const { decision, by } = await ctx.requestApproval({
+    tool: ask.tool,
+    arguments: typeof ask.arguments === 'string' ? ask.arguments : JSON.stringify(ask.arguments ?? {}),
+    ...(ask.kind === undefined ? {} : { kind: ask.kind }),
+  });
+  return decision === 'allow' ? 'allow' : `deny (${by})`;
 }
 
 /** Runs a nested delegation to its end and says how it went. */

@@ -25,6 +25,8 @@ export const SUBAGENT_ERROR_CODES = {
   IDEMPOTENCY_CONFLICT: 'IDEMPOTENCY_CONFLICT',
   /** `attach` and every run operation: no run with that id exists. */
   UNKNOWN_RUN: 'UNKNOWN_RUN',
+  /** `approve`: no pending or decided approval request with that id in the run or below it. */
+  UNKNOWN_APPROVAL: 'UNKNOWN_APPROVAL',
   /** `resume`: the run is still running, was closed, or its resume window has passed. */
   NOT_RESUMABLE: 'NOT_RESUMABLE',
   /** `sendMessage`: the run's result has already settled; use `resume`. */

@@ -8,7 +8,7 @@ import type {
   SubagentStartRequest,
   TranscriptEntry,
 } from './request';
-import type { SubagentPermissionDecision, SubagentTurnResult } from './result';
+import type { SubagentApprovalDecision, SubagentPermissionDecision, SubagentTurnResult } from './result';
 import type { SubagentRun } from './run';
 import type { StructuredOutputRuntime } from './structured';
 import type { SubagentTool } from './tool';
@@ -46,6 +46,11 @@ export interface SubagentRunSettings {
   structuredNudgeRetries?: number;
   /** Agent-loop providers: model calls allowed in one turn before it ends with `error`. Default 200. */
   maxStepsPerTurn?: number;
+  /**
+   * How long a tool call held for approval waits for an answer before it is denied. Default 24
+   * hours. A turn-based provider's request (ACP) waits inside its turn, so `turnTimeout` bounds it too.
+   */
+  approvalTimeout?: SubagentDuration;
 }
 
 /**
@@ -115,6 +120,13 @@ export interface SubagentTurnContext {
    * answers the agent: it stays in the audit whatever becomes of the turn. Resolves once recorded.
    */
   recordPermission?(decision: SubagentPermissionDecision): Promise<void>;
+  /**
+   * Asks for an approval of a tool call and resolves with the decision: the run's status says
+   * `awaiting-approval` until someone answers (`SubagentRun.approve`) or the timeout denies. The
+   * same request asked again in the turn (by a retried attempt) gets the same answer. Absent
+   * where the host cannot ask.
+   */
+  requestApproval?(call: { tool: string; arguments: string; kind?: string }): Promise<SubagentApprovalDecision>;
   /**
    * Hands text the child is generating to the run's observers as it comes (`text-delta` events,
    * batched); the turn's output still carries the whole. Absent where nothing is published.

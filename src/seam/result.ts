@@ -51,3 +51,24 @@ export interface SubagentPermissionDecision {
   reason?: string;
   optionId?: string;
 }
+
+/** A tool call parked until it is approved or denied (see `SubagentRun.approve`). */
+export interface SubagentApprovalRequest {
+  /** Names the request everywhere: `<run id>/<request>`, so the root of a tree can answer it. */
+  requestId: string;
+  tool: string;
+  /** The call's arguments as the model or agent gave them (JSON text). */
+  arguments: string;
+  /** The kind an ACP agent gave its tool call (`edit`, `execute`, ...). */
+  kind?: string;
+  /** Epoch ms when the request is denied if nobody answered it. */
+  deadline: number;
+}
+
+export interface SubagentApprovalDecision {
+  requestId: string;
+  decision: 'allow' | 'deny';
+  /** `caller`: answered by `approve`; `timeout`: nobody answered in time; `turn-ended`: the turn that asked stopped first. */
+  by: 'caller' | 'timeout' | 'turn-ended';
+  reason?: string;
+}

@@ -1,7 +1,13 @@
 // A live run as the caller holds it, and what the service's events say about runs.
 import type { ContentBlock } from './content';
 import type { SubagentError } from './errors';
-import type { SubagentStopReason, SubagentResult, SubagentUsage } from './result';
+import type {
+  SubagentApprovalDecision,
+  SubagentApprovalRequest,
+  SubagentResult,
+  SubagentStopReason,
+  SubagentUsage,
+} from './result';
 
 /** The child agent's id; for a durable run, its workflow id. */
 export type AgentId = string;
@@ -24,7 +30,16 @@ export interface SubagentRun {
    * restarts from its last offset + 1 misses none and sees none twice.
    */
   events?(options?: SubagentRunEventsOptions): AsyncIterable<SubagentRunEvent>;
+  /**
+   * Present on durable runs: answers a tool call held for approval, this run's or that of any run
+   * below it (`approval-requested` events name them). Resolves with the request's decision: this
+   * one, or the one made before it (another answer, or the timeout's denial).
+   */
+  approve?(requestId: string, answer: SubagentApprovalAnswer): Promise<SubagentApprovalDecision>;
 }
+
+/** An answer to an approval request: a decision, with a reason the child (or the audit) reads. */
+export type SubagentApprovalAnswer = 'allow' | 'deny' | { decision: 'allow' | 'deny'; reason?: string };
 
 export interface SubagentRunInfo {
   provider: string;
@@ -69,6 +84,10 @@ export type SubagentProgress =
   | { type: 'turn-end'; turn: number; stopReason: SubagentStopReason; diagnostic?: string }
   /** A steering message reached the run (it waits for the child's next turn boundary). */
   | { type: 'message'; content: ContentBlock[] }
+  /** A tool call waits for `approve` until `deadline` (epoch ms), when it is denied. */
+  | ({ type: 'approval-requested' } & SubagentApprovalRequest)
+  /** The approval was answered, timed out, or its turn stopped first. */
+  | ({ type: 'approval-decided' } & SubagentApprovalDecision)
   /** The run delegated to a nested run. */
   | { type: 'child-start'; childId: AgentId }
   | { type: 'settled'; segment: number; result: SubagentResult }

@@ -48,6 +48,13 @@ export interface SubagentTool {
   /** JSON Schema (an object schema) of the arguments, shown to the model. */
   readonly parameters: Record<string, unknown>;
   /**
+   * Whether a call must be approved before it runs (`SubagentRun.approve`, `subagents approve`):
+   * the run parks the call durably, its status says `awaiting-approval`, and a denial (or no
+   * answer within `runSettings.approvalTimeout`) reaches the model as an error result. A function
+   * decides per call from the parsed arguments. Default: never.
+   */
+  readonly needsApproval?: boolean | ((args: unknown) => boolean | Promise<boolean>);
+  /**
    * Runs the tool with the model's parsed arguments. Resolves with what the model sees; bad
    * arguments and refused paths resolve with `isError` and never throw. A rejection means an
    * infrastructure fault (retryable) or the run's cancellation (the signal's reason).

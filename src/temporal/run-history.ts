@@ -6,7 +6,13 @@ import type { LoadedDataConverter, Payload } from '@temporalio/common';
 import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
 import { temporal } from '@temporalio/proto';
 import { SETTLED_ACTIVITY } from '../../activities/types';
-import type { SegmentOutcome, SubagentRunInput, SubagentRunOutcome } from '../../workflows/definitions';
+import {
+  APPROVAL_MEMO_KEY,
+  type ApprovalMemo,
+  type SegmentOutcome,
+  type SubagentRunInput,
+  type SubagentRunOutcome,
+} from '../../workflows/definitions';
 import { SubagentError } from '../seam/errors';
 import { retrievePayloads } from './payload-store';
 
@@ -56,6 +62,16 @@ export async function settledOutcome(
     { activity_type?: string } | undefined;
   if (data?.activity_type !== SETTLED_ACTIVITY) return undefined;
   return (await decodePayload(converter, marker.details?.result?.payloads)) as SegmentOutcome;
+}
+
+/** The approval request or decision a memo change records, when `event` is one; otherwise undefined. */
+export async function approvalChange(
+  converter: LoadedDataConverter,
+  event: HistoryEvent,
+): Promise<ApprovalMemo | undefined> {
+  const payload = event.workflowPropertiesModifiedEventAttributes?.upsertedMemo?.fields?.[APPROVAL_MEMO_KEY];
+  if (event.eventType !== EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED || !payload) return undefined;
+  return (await decodePayload(converter, [payload])) as ApprovalMemo;
 }
 
 /** The workflow's own result, from its `WorkflowExecutionCompleted` event. */

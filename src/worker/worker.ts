@@ -3,7 +3,7 @@
 // activities) live on its queue, so a fleet serves a provider wherever its queue is polled.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Client } from '@temporalio/client';
+import { Client, WorkflowUpdateStage } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { type InjectedSinks, NativeConnection, Worker, WorkerOptions, bundleWorkflowCode } from '@temporalio/worker';
 import { RESERVED_ACTIVITY_NAMES, RunContextCache, createActivities } from '../../activities';
@@ -11,6 +11,7 @@ import {
   type SubagentSinks,
   pendingMessagesQuery,
   permissionDecidedSignal,
+  requestApprovalUpdate,
   runContextQuery,
   textDeltaSignal,
 } from '../../workflows/definitions';
@@ -139,6 +140,13 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
     fetchRunContext: (runId) => client.workflow.getHandle(runId).query(runContextQuery),
     fetchPendingMessages: (runId) => client.workflow.getHandle(runId).query(pendingMessagesQuery),
     recordPermission: (runId, decision) => client.workflow.getHandle(runId).signal(permissionDecidedSignal, decision),
+    requestApproval: async (runId, args, signal) => {
+      const update = await client.workflow.getHandle(runId).startUpdate(requestApprovalUpdate, {
+        args: [args],
+        waitForStage: WorkflowUpdateStage.ACCEPTED,
+      });
+      return abortable(update.result(), signal);
+    },
     publishText: (runId, delta) => client.workflow.getHandle(runId).signal(textDeltaSignal, delta),
     cache,
     heartbeatIntervalMs: options.heartbeatIntervalMs,
@@ -284,4 +292,14 @@ function delegateThrough(service: TemporalSubagentService): SubagentDelegate {
       },
     });
   };
+}
+
+/** `promise`, or a rejection with the signal's reason once it aborts. */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }

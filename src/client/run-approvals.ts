@@ -1,0 +1,76 @@
+// Answering a tool call a run holds for approval, from the run itself or from any run above it:
+// a request id names its run (`<run id>/<request>`), so the root of a tree answers a grandchild's
+// request as its events show it. The answer is an update to the run that asked; the same answer
+// sent again (a retry after a lost response) is the same update.
+import type { Client } from '@temporalio/client';
+import { type SubagentRunStatus, approveUpdate, statusQuery } from '../../workflows/definitions';
+import { SubagentError } from '../seam/errors';
+import type { SubagentApprovalDecision } from '../seam/result';
+import type { SubagentApprovalAnswer } from '../seam/run';
+import { isNotFound, toSubagentError } from './temporal-errors';
+
+/** Deepest tree walked up from a request's run to the run answering it. */
+const MAX_TREE_DEPTH = 64;
+
+/**
+ * Answers request `requestId` of run `runId` or of a run below it. Resolves with the decision the
+ * request has: this one, or the one made first (by another caller, or the timeout). Rejects with
+ * `INVALID_REQUEST` for a malformed answer, `UNKNOWN_APPROVAL` for a request neither the run nor
+ * any run below it made, `UNKNOWN_RUN` when the run is gone.
+ */
+export async function approveRequest(
+  client: Client,
+  runId: string,
+  requestId: string,
+  answer: SubagentApprovalAnswer,
+): Promise<SubagentApprovalDecision> {
+  const { decision, reason } = typeof answer === 'string' ? { decision: answer, reason: undefined } : (answer ?? {});
+  if (decision !== 'allow' && decision !== 'deny') {
+    throw new SubagentError(
+      `approve: the decision must be "allow" or "deny" (got ${JSON.stringify(decision)})`,
+      'INVALID_REQUEST',
+    );
+  }
+  if (reason !== undefined && typeof reason !== 'string') {
+    throw new SubagentError('approve: reason must be a string', 'INVALID_REQUEST');
+  }
+  const asking = typeof requestId === 'string' ? requestId.slice(0, Math.max(requestId.lastIndexOf('/'), 0)) : '';
+  if (!asking) {
+    throw new SubagentError(
+      `approve: "${String(requestId)}" is not an approval request id (<run id>/<request>)`,
+      'UNKNOWN_APPROVAL',
+    );
+  }
+  if (asking !== runId && !(await isBelow(client, asking, runId))) {
+    throw new SubagentError(
+      `approval request ${requestId} is not of run ${runId} or of a run below it`,
+      'UNKNOWN_APPROVAL',
+    );
+  }
+  try {
+    return await client.workflow.getHandle(asking).executeUpdate(approveUpdate, {
+      args: [{ requestId, decision, ...(reason === undefined ? {} : { reason }) }],
+      updateId: `approve-${requestId}`,
+    });
+  } catch (err) {
+    throw toSubagentError(err, asking);
+  }
+}
+
+/** Whether run `descendant` was delegated by `ancestor`, or by a run it delegated, and so on. */
+async function isBelow(client: Client, descendant: string, ancestor: string): Promise<boolean> {
+  let current = descendant;
+  for (let hop = 0; hop < MAX_TREE_DEPTH; hop++) {
+    let status: SubagentRunStatus;
+    try {
+      status = await client.workflow.getHandle(current).query(statusQuery);
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw toSubagentError(err, current);
+    }
+    if (status.parentRunId === undefined) return false;
+    if (status.parentRunId === ancestor) return true;
+    current = status.parentRunId;
+  }
+  return false;
+}
