@@ -16,6 +16,7 @@ export { TemporalSubagentService, type TemporalSubagentServiceOptions } from './
 export {
   SUBAGENT_RESULT_TOOL_NAME,
   SUBAGENT_TOOL_NAME,
+  type SubagentApprovalRequestedEvent,
   type SubagentStarter,
   type SubagentToolCallContext,
   type SubagentToolConfig,

@@ -38,7 +38,8 @@ options: --json (machine-readable output), --help
 environment: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS*, TEMPORAL_PROFILE and
              TEMPORAL_CONFIG_FILE (as the Temporal CLI reads them), SUBAGENT_ENCRYPTION_KEYS,
              SUBAGENT_PAYLOAD_STORE, SUBAGENT_AUDIT_SIGNING_KEY
-exit codes: 0 done; 1 the run ended without completing; 2 usage error; 3 unknown run;
+exit codes: 0 done; 1 the run ended without completing (approve, deny: decided already otherwise);
+            2 usage error; 3 unknown run or approval request;
             4 Temporal server unreachable; 5 audit verification failed; 6 any other error`;
 
 async function main(argv: string[]): Promise<number> {

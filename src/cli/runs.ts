@@ -204,7 +204,7 @@ export async function answerApproval(
       : `${requestId} was decided already: ${decided.decision} (${decided.by}${decided.reason ? `: ${decided.reason}` : ''})`,
     decided,
   );
-  return mine ? EXIT.ok : EXIT.failed;
+  return mine ? EXIT.ok : EXIT.notCompleted;
 }
 
 export async function cancel(flags: Flags, client: Client, id: string): Promise<number> {

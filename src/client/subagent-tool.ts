@@ -5,7 +5,7 @@
 import { textContent, textOf } from '../seam/content';
 import { SubagentError } from '../seam/errors';
 import type { SubagentAgentOptions, SubagentNestedStartRequest, SubagentParent } from '../seam/request';
-import type { SubagentRun, SubagentRunEvent } from '../seam/run';
+import type { SubagentApprovalAnswer, SubagentRun, SubagentRunEvent } from '../seam/run';
 import { type ToolCallOutcome, toolError, toolResult } from '../seam/tool';
 import { runStarted } from './run-handle';
 import type { TemporalSubagentService } from './service';
@@ -40,7 +40,18 @@ export interface SubagentToolCallContext {
    * waits for its result (foreground only). A throw is ignored.
    */
   onProgress?: (event: SubagentRunEvent) => void;
+  /**
+   * Answers the tool calls the run, or any run below it, holds for approval, while the tool waits
+   * (foreground only): the parent deciding for its children. Undefined leaves a request to others
+   * (`subagents approve`) or to its timeout; a throw is ignored likewise.
+   */
+  onApproval?: (
+    request: SubagentApprovalRequestedEvent,
+  ) => SubagentApprovalAnswer | undefined | Promise<SubagentApprovalAnswer | undefined>;
 }
+
+/** An `approval-requested` event: which run asks, and for what. */
+export type SubagentApprovalRequestedEvent = Extract<SubagentRunEvent, { type: 'approval-requested' }>;
 
 /** JSON Schema of the tool's parameters, as the model sees it. */
 export interface SubagentToolParameters {
@@ -91,7 +102,7 @@ export function createSubagentTool(service: SubagentStarter, config: SubagentToo
         parsed.prompt,
         config,
         context.signal,
-        context.onProgress,
+        context,
       );
     },
   };
@@ -195,7 +206,7 @@ export async function delegate(
   prompt: string,
   config: Omit<SubagentToolConfig, 'provider' | 'name'>,
   signal: AbortSignal | undefined,
-  onProgress?: (event: SubagentRunEvent) => void,
+  { onProgress, onApproval }: Pick<SubagentToolCallContext, 'onProgress' | 'onApproval'> = {},
 ): Promise<ToolCallOutcome> {
   let run: SubagentRun;
   try {
@@ -226,13 +237,34 @@ export async function delegate(
   const onAbort = () => run.cancel('parent step aborted');
   if (signal?.aborted) onAbort();
   else signal?.addEventListener('abort', onAbort, { once: true });
-  const watching = onProgress && run.events ? forward(run, run.events({ nested: true }), onProgress) : undefined;
+  const watched = onProgress || onApproval;
+  const watching =
+    watched && run.events
+      ? forward(run, run.events({ nested: true }), (event) => {
+          onProgress?.(event);
+          if (event.type === 'approval-requested' && onApproval) void answer(run, event, onApproval);
+        })
+      : undefined;
   try {
     return await settle(run, config);
   } finally {
     await watching?.stop();
     signal?.removeEventListener('abort', onAbort);
     await run.dispose().catch(() => undefined);
+  }
+}
+
+/** The parent's answer to a request of its tree, if it gives one; a failure leaves the request waiting. */
+async function answer(
+  run: SubagentRun,
+  request: SubagentApprovalRequestedEvent,
+  onApproval: NonNullable<SubagentToolCallContext['onApproval']>,
+): Promise<void> {
+  try {
+    const decision = await onApproval(request);
+    if (decision !== undefined) await run.approve?.(request.requestId, decision);
+  } catch {
+    // Someone else (`subagents approve`) or the timeout decides it.
   }
 }
 

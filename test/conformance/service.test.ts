@@ -8,6 +8,7 @@ import {
   type SubagentProviderDescriptor,
   type SubagentRunEndInfo,
   type SubagentRunInfo,
+  type SubagentRunSettings,
   TemporalSubagentService,
 } from '../../src';
 import { createScriptedProvider } from '../../src/testing';
@@ -106,9 +107,13 @@ describe('§7.1 registration', () => {
     ]);
   });
 
-  it('rejects run settings that cannot work with INVALID_CONFIG at registration', () => {
+  it.each<[string, SubagentRunSettings]>([
+    ['a negative heartbeat timeout', { heartbeatTimeout: -5 }],
+    ['an approval timeout of no time', { approvalTimeout: 0 }],
+    ['an approval timeout that is no duration', { approvalTimeout: 'soon' as never }],
+  ])('rejects run settings that cannot work (%s) with INVALID_CONFIG at registration', (_case, runSettings) => {
     const service = newService(runs.temporal);
-    expect(() => service.registerProvider({ ...descriptor('bad'), runSettings: { heartbeatTimeout: -5 } })).toThrow(
+    expect(() => service.registerProvider({ ...descriptor('bad'), runSettings })).toThrow(
       expect.objectContaining({ code: 'INVALID_CONFIG' }),
     );
     expect(service.list()).toEqual([]);

@@ -266,3 +266,40 @@ it('loses no streamed text its run published when the worker is SIGKILLed mid-st
     await fake.close();
   }
 }, 90_000);
+
+it('keeps an approval request across a SIGKILL of the worker whose turn asked it; the retry joins it, answered once', async () => {
+  const { name, events, service, spawnWorker } = crashSetup();
+  const first = await spawnWorker();
+  const run = service.start(name, {
+    prompt: text('ship'),
+    parent: { id: 'parent' },
+    agentOptions: {
+      script: [{ askApproval: { tool: 'deploy', arguments: { env: 'prod' } }, reply: 'deploy: {approval}' }],
+    },
+  });
+  const seen: SubagentRunEvent[] = [];
+  for await (const event of run.events!()) {
+    seen.push(event);
+    if (event.type === 'approval-requested') break;
+  }
+  const { requestId } = seen.at(-1) as SubagentRunEvent & { requestId: string };
+  await first.kill('SIGKILL');
+  await spawnWorker();
+  // The retried turn asks the same again: it joins the request that waits, and asks nothing new.
+  await eventually(() => events().find((e) => e.kind === 'turn-start' && e.attempt === 2), 30_000);
+  const handle = temporal.client.workflow.getHandle(run.id);
+  await eventually(async () => {
+    const { pendingApprovals } = await handle.query(statusQuery);
+    return pendingApprovals?.length === 1 && pendingApprovals[0]!.requestId === requestId ? true : undefined;
+  });
+  await run.approve!(requestId, 'allow');
+  expect(await run.result).toEqual({ output: text('deploy: allow'), stopReason: 'completed' });
+
+  const all: SubagentRunEvent[] = [];
+  for await (const event of run.events!({ follow: false })) all.push(event);
+  expect(all.filter((event) => event.type.startsWith('approval'))).toEqual([
+    expect.objectContaining({ type: 'approval-requested', requestId }),
+    expect.objectContaining({ type: 'approval-decided', requestId, decision: 'allow', by: 'caller' }),
+  ]);
+  await run.dispose();
+}, 90_000);

@@ -229,6 +229,35 @@ it.each<[string, AcpScriptedTurn['askPermission'], Partial<AcpProviderOptions>, 
   },
 );
 
+it.each([
+  ['approve', 'allow', 'allow_once', 'allowed'],
+  ['deny', 'deny', 'reject_once', 'rejected'],
+] as const)(
+  'asks a person about a kind in askToolKinds: %s answers the agent, and the request and decision are in history',
+  async (_case, decision, chosen, recorded) => {
+    const ask = { title: 'run the tests', kind: 'execute', rawInput: { command: 'npm test' } };
+    const agent = await acpProvider(
+      { turns: [{ askPermission: ask, chunks: [' then done'] }] },
+      { allowToolKinds: ['edit'], askToolKinds: ['execute'] },
+    );
+    const run = agent.start();
+    let requested: SubagentRunEvent | undefined;
+    for await (const event of run.events!()) {
+      if (event.type !== 'approval-requested') continue;
+      requested = event;
+      break;
+    }
+    expect(requested).toMatchObject({ tool: 'run the tests', kind: 'execute', arguments: '{"command":"npm test"}' });
+    expect((await statusOf(run)).pendingApprovals).toHaveLength(1);
+    await run.approve!((requested as { requestId: string }).requestId, decision);
+    expect(await run.result).toEqual({ output: text(`permission: ${chosen} then done`), stopReason: 'completed' });
+    expect(await decisions(run.id)).toEqual([
+      expect.objectContaining({ toolCall: 'run the tests', kind: 'execute', decision: recorded, optionId: chosen }),
+    ]);
+    await run.dispose();
+  },
+);
+
 it('keeps a permission decision in history when the turn then fails', async () => {
   const agent = await acpProvider(
     { turns: [{ askPermission: { title: 'edit notes', kind: 'edit', locations: [inside()] }, exitCode: 3 }] },

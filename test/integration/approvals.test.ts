@@ -11,6 +11,8 @@ import {
   type SubagentTool,
   SubagentError,
   auditDrafts,
+  createSubagentTool,
+  runOpenAIToolCall,
   toolResult,
 } from '../../src';
 import {
@@ -175,6 +177,31 @@ describe('an LLM child', () => {
     const steps = all.map((event) => (event.type.startsWith('approval') ? `${event.type}` : event.type));
     expect(steps.indexOf('approval-decided')).toBeLessThan(steps.lastIndexOf('tool-call-start'));
     expect(all.find((event) => event.type === 'approval-decided')).toMatchObject({ decision: 'allow', by: 'caller' });
+  });
+
+  it("lets the subagent tool's parent answer, through the OpenAI adapter", async () => {
+    fake.enqueue(toolCallReply([{ name: 'delete_file', arguments: { path: 'main.ts' } }]), textReply('left main.ts'));
+    const tool = createSubagentTool(service, { provider: spawn.name });
+    const asked: string[] = [];
+    const message = await runOpenAIToolCall(
+      tool,
+      {
+        id: 'call-1',
+        function: { name: 'subagent', arguments: JSON.stringify({ description: 'tidy', prompt: 'tidy' }) },
+      },
+      {
+        parent,
+        onApproval: (request) => {
+          asked.push(`${request.tool} ${request.arguments}`);
+          return { decision: 'deny', reason: 'the parent keeps its sources' };
+        },
+      },
+    );
+    expect(message.content).toBe('left main.ts');
+    expect(asked).toEqual(['delete_file {"path":"main.ts"}']);
+    const toolMessage = fake.requests.at(-1)!.body.messages.find((entry: { role: string }) => entry.role === 'tool');
+    expect(toolMessage?.content).toBe('Error: the call to delete_file was not approved: the parent keeps its sources');
+    expect(deleted).not.toContain('main.ts');
   });
 });
 

@@ -143,6 +143,31 @@ it('sends a message to a running run, and cancels another', async () => {
   expect(shown).toMatchObject({ status: 'closed', stopReason: 'aborted' });
 });
 
+it('shows a held tool call in show and logs, lets approve answer it, and exits 1 for an answer that came too late', async () => {
+  const asking = JSON.stringify({
+    script: [{ askApproval: { tool: 'deploy', arguments: { env: 'prod' } }, reply: 'deploy: {approval}' }],
+  });
+  const id = json(await cli(['start', scripted.name, 'ship it', '--agent-options', asking, '--json'])).id as string;
+  const shown = await eventually(async () => {
+    const outcome = json(await cli(['show', id, '--json']));
+    return outcome.pendingApprovals?.length === 1 ? outcome : undefined;
+  }, 20_000);
+  expect(shown.status).toBe('awaiting-approval');
+  const requestId = shown.pendingApprovals[0].requestId as string;
+  expect((await cli(['show', id])).stdout).toContain(`awaiting approval ${requestId}: deploy({"env":"prod"})`);
+  expect((await cli(['logs', id, '--no-follow'])).stdout).toContain(`awaiting approval ${requestId}`);
+
+  const approved = await cli(['approve', id, requestId, '--reason', 'release window']);
+  expect(approved).toMatchObject({ code: 0, stdout: `approved ${requestId}\n` });
+  const denied = await cli(['deny', id, requestId, '--json']);
+  expect(denied.code).toBe(1);
+  expect(json(denied)).toMatchObject({ decision: 'allow', by: 'caller', reason: 'release window' });
+  expect((await cli(['deny', id, `${id}/t7.nothing`])).code).toBe(3);
+  await eventually(async () =>
+    (await cli(['logs', id, '--no-follow'])).stdout.includes('approval allow') ? true : undefined,
+  );
+});
+
 it('exports an audit trail that verifies, and detects an edited, a removed and a reordered record', async () => {
   const started = json(await cli(['start', scripted.name, 'audited task', '--wait', '--json']));
   const dir = mkdtempSync(join(tmpdir(), 'subagent-audit-'));

@@ -215,6 +215,39 @@ describe('run.events()', () => {
     expect(types.indexOf('text-delta')).toBeLessThan(types.indexOf('text'));
   });
 
+  it('ends a turn that no model call ended (the maxStepsPerTurn cap) before the settle point', async () => {
+    const capped = newService(temporal);
+    capped.registerProvider(
+      createSpawnProvider({
+        name: spawn.name,
+        endpoint: spawn.endpoint,
+        runSettings: { maxStepsPerTurn: 1 },
+      }),
+    );
+    fake.enqueue(toolCallReply([{ name: 'list_directory', arguments: {} }]));
+    const run = capped.start(spawn.name, { prompt: text('list forever'), parent });
+    expect((await run.result).stopReason).toBe('error');
+    const all: SubagentRunEvent[] = [];
+    await readUntil(run.events!({ follow: false }), all);
+    expect(shape(all.slice(-3))).toEqual([
+      {
+        type: 'tool-call-end',
+        callId: expect.any(String),
+        tool: 'list_directory',
+        isError: false,
+        summary: 'notes.txt',
+      },
+      {
+        type: 'turn-end',
+        turn: 0,
+        stopReason: 'error',
+        diagnostic: 'the child made 1 model calls in one turn (maxStepsPerTurn)',
+      },
+      { type: 'settled', segment: 0, result: expect.objectContaining({ stopReason: 'error' }) },
+    ]);
+    await run.dispose();
+  });
+
   it('refuses an offset that is not one, and an id with no run', async () => {
     await expect(collect(run.events!({ from: -1 }))).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
     const unknown = service.attach(`${run.id}-nope`);
