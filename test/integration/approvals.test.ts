@@ -23,7 +23,7 @@ import {
   textReply,
   toolCallReply,
 } from '../../src/testing';
-import { createSpawnProvider } from '../../src/worker';
+import { createDelegationTool, createSpawnProvider } from '../../src/worker';
 import { type SubagentRunStatus, statusQuery } from '../../workflows/definitions';
 import {
   type TestTemporal,
@@ -57,6 +57,8 @@ let temporal: TestTemporal;
 let service: ReturnType<typeof newService>;
 let stopWorker: () => Promise<void>;
 let spawn: ReturnType<typeof createSpawnProvider>;
+/** An LLM child that can delete files and delegate to its own kind. */
+let cleaner: ReturnType<typeof createSpawnProvider>;
 /** Scripted runs whose approvals wait an hour, and ones whose approvals time out at once. */
 const patient = createScriptedProvider({ name: uniqueName('patient'), resumable: false });
 const hasty = createScriptedProvider({
@@ -72,10 +74,16 @@ beforeAll(async () => {
     tools: [deleteFile],
     endpoint: { baseURL: fake.baseURL, model: 'fake-model' },
   });
+  const cleanerName = uniqueName('cleaner');
+  cleaner = createSpawnProvider({
+    name: cleanerName,
+    tools: [deleteFile, createDelegationTool({ provider: cleanerName })],
+    endpoint: { baseURL: fake.baseURL, model: 'fake-model' },
+  });
   temporal = await connectTestTemporal();
-  stopWorker = await startWorker(temporal, [spawn, patient, hasty]);
+  stopWorker = await startWorker(temporal, [spawn, cleaner, patient, hasty]);
   service = newService(temporal);
-  for (const provider of [spawn, patient, hasty]) service.registerProvider(provider);
+  for (const provider of [spawn, cleaner, patient, hasty]) service.registerProvider(provider);
 }, 60_000);
 afterAll(async () => {
   await stopWorker?.();
@@ -256,6 +264,27 @@ describe('a three-level tree', () => {
     expect(await auditTypes(leafId)).toEqual(
       expect.arrayContaining(['approval.requested', 'approval.answer', 'approval.decided']),
     );
+  }, 60_000);
+
+  it("answers an LLM grandchild's held tool call from the root", async () => {
+    const delegateTo = (prompt: string) =>
+      toolCallReply([{ name: 'subagent', arguments: { description: 'clean up', prompt } }]);
+    fake.enqueue(
+      delegateTo('clean the middle'),
+      delegateTo('clean the leaf'),
+      toolCallReply([{ name: 'delete_file', arguments: { path: 'build/' } }]),
+      textReply('leaf cleaned'),
+      textReply('middle cleaned'),
+      textReply('all clean'),
+    );
+    const root = service.start(cleaner.name, { prompt: text('clean everything'), parent });
+    const seen: SubagentRunEvent[] = [];
+    const requested = await readUntil(root.events!({ nested: true }), seen, (e) => e.type === 'approval-requested');
+    expect(requested).toMatchObject({ depth: 3, tool: 'delete_file', arguments: '{"path":"build/"}' });
+    expect(deleted).not.toContain('build/');
+    await root.approve!((requested as { requestId: string }).requestId, 'allow');
+    expect(await root.result).toEqual({ output: text('all clean'), stopReason: 'completed' });
+    expect(deleted).toContain('build/');
   }, 60_000);
 
   it('denies a request nobody answers within the approval timeout', async () => {
