@@ -8,7 +8,12 @@ import { payloadLimitViolation } from '../src/seam/constants';
 import type { ContentBlock } from '../src/seam/content';
 import type { SubagentApprovalDecision, SubagentPermissionDecision } from '../src/seam/result';
 import type { SubagentDelegate } from '../src/seam/delegation';
-import type { SubagentAgentProvider, SubagentHostedProvider, SubagentTurnProvider } from '../src/seam/provider';
+import type {
+  SubagentAgentProvider,
+  SubagentHostedProvider,
+  SubagentModelPrices,
+  SubagentTurnProvider,
+} from '../src/seam/provider';
 import { CachedRunContext, RunContextCache } from './run-context-cache';
 import {
   FINAL_FAILURE_TYPES,
@@ -34,6 +39,8 @@ export interface ActivityDependencies {
   requestApproval?(runId: string, args: RequestApprovalArgs, signal: AbortSignal): Promise<SubagentApprovalDecision>;
   /** Records a batch of streamed text in the run's history (a signal to its workflow). */
   publishText?(runId: string, delta: TextDeltaArgs): Promise<void>;
+  /** Prices each model call (`costUsd`); a model it lacks costs 0. */
+  modelPrices?: SubagentModelPrices;
   /** When a streaming turn or model call hands its text on (default `TEXT_BATCHES`). */
   textBatches?: { firstMs: number; maxMs: number };
   cache?: RunContextCache;
@@ -53,8 +60,14 @@ type Driver = 'turns' | 'agent-loop';
 export interface ActivityHost {
   readonly deps: ActivityDependencies;
   readonly cache: RunContextCache;
-  /** Runs `work` heartbeating; a cancelled activity reports cancellation whatever `work` threw. */
-  heartbeating<T>(work: (setDetails: (details: unknown) => void) => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` heartbeating; a cancelled activity reports cancellation whatever `work` threw,
+   * with `cancelDetails()` as the cancellation's details when given (what the work had done).
+   */
+  heartbeating<T>(
+    work: (setDetails: (details: unknown) => void) => Promise<T>,
+    options?: { cancelDetails?: () => unknown },
+  ): Promise<T>;
   /** The run's request and its conversation before `ref`: the worker's cache if it is exact, else the workflow's. */
   runContext(
     runId: string,
@@ -102,7 +115,7 @@ export function createActivityHost(deps: ActivityDependencies): ActivityHost {
     deps,
     cache,
 
-    async heartbeating(work) {
+    async heartbeating(work, { cancelDetails } = {}) {
       const activity = Context.current();
       let cancellation: CancelledFailure | undefined;
       activity.cancelled.catch((err: CancelledFailure) => {
@@ -116,12 +129,16 @@ export function createActivityHost(deps: ActivityDependencies): ActivityHost {
         details = progress;
         activity.heartbeat(progress);
       };
+      const cancelled = () => {
+        const done = cancelDetails?.();
+        return done === undefined ? cancellation! : new CancelledFailure(cancellation!.message, [done]);
+      };
       try {
         const result = await untilStoppedOrGrace(work(setDetails), activity.cancellationSignal, cancelGraceMs);
-        if (cancellation) throw cancellation;
+        if (cancellation) throw cancelled();
         return result;
       } catch (err) {
-        throw cancellation ?? finalIfUnfixable(err);
+        throw cancellation ? cancelled() : finalIfUnfixable(err);
       } finally {
         clearInterval(timer);
       }

@@ -3,15 +3,17 @@
 // signal goes into the HTTP request; transient endpoint failures are retried by Temporal
 // (honouring Retry-After), others end the turn with `error` and a diagnostic. Structured-output
 // calls are validated right here.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import { msToNumber } from '@temporalio/common/lib/time';
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { type ContentBlock, textOf } from '../src/seam/content';
 import { requestedModel } from '../src/seam/delegation';
-import type { SubagentAgentProvider } from '../src/seam/provider';
+import type { SubagentAgentProvider, SubagentModelPrices } from '../src/seam/provider';
 import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
-import type { SubagentStopReason } from '../src/seam/result';
+import type { SubagentStopReason, SubagentUsage } from '../src/seam/result';
 import type { StructuredOutputSchema } from '../src/seam/structured';
 import { type SubagentTool, toolError } from '../src/seam/tool';
 import { createStructuredOutputRuntime } from '../src/structured/runtime';
@@ -42,53 +44,126 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
   return async function subagentModelCall(input) {
     const provider = host.hosted(input.provider, 'agent-loop');
     const runId = runOf(input);
-    return host.heartbeating(async () => {
-      const context = await host.conversation(runId, input.transcript, input.request, {
-        ...(input.delta ? { entries: input.delta } : { length: input.deltaLength ?? 0 }),
-        ...(input.toolResultIds ? { toolResultIds: input.toolResultIds } : {}),
-      });
-      const conversation = [...context.entries, ...context.tail];
-      const signal = Context.current().cancellationSignal;
-      const publisher = provider.endpoint.stream === false ? undefined : host.textPublisher(runId, input.turn);
-      let outcome: ModelCallOutcome;
-      try {
-        outcome = await callModel(clientFor(provider), provider, context.request, conversation, signal, publisher?.add);
-      } finally {
-        await publisher?.close();
-      }
-      host.assertWithinLimit(outcome, 'the model response');
-      const outputId = newEntryId();
-      host.cache.put(runId, {
-        request: context.request,
-        entries: [
-          ...conversation,
-          { kind: 'assistant', id: outputId, content: outcome.content, stopReason: outcome.stopReason },
-        ],
-      });
-      host.cache.dropToolResults(runId, input.toolResultIds ?? []);
-      const held = await heldForApproval(provider, outcome.toolCalls, input.asksApproval === true);
-      // The answers given here enter the next call's tool entry, and are kept as the tools' results are.
-      const { toolCalls, ...result } = outcome;
-      const answers: Record<string, ToolActivityResult> = {};
-      const calls = toolCalls.map((call) => {
-        if (!call.answer) return call;
-        const resultId = `${outputId}/${call.id}`;
-        const { content, isError } = call.answer;
-        host.cache.putToolResult(runId, resultId, { type: 'tool-result', toolCallId: call.id, content, isError });
-        answers[call.id] = { ...call.answer, resultId };
-        return { ...call, answer: answers[call.id] };
-      });
-      // A workflow that reads the calls from `content` gets them only there (workflow code from
-      // before that reads `toolCalls`).
-      if (!input.callsInContent) return { ...result, toolCalls: calls, outputId };
-      return {
-        ...result,
-        ...(Object.keys(answers).length > 0 ? { answers } : {}),
-        ...(held.length > 0 ? { approvals: held } : {}),
-        outputId,
-      };
-    });
+    // What a call cancelled mid-stream had used: the conversation sent, the text received so far.
+    let partial: { promptChars: number; completionChars: number; price?: ModelPrice } | undefined;
+    const cancelDetails = () => partial && { partialUsage: estimatedUsage(partial) };
+    return host.heartbeating(
+      async (setDetails) => {
+        const context = await host.conversation(runId, input.transcript, input.request, {
+          ...(input.delta ? { entries: input.delta } : { length: input.deltaLength ?? 0 }),
+          ...(input.toolResultIds ? { toolResultIds: input.toolResultIds } : {}),
+        });
+        const conversation = [...context.entries, ...context.tail];
+        const signal = Context.current().cancellationSignal;
+        const model = requestedModel(context.request) ?? provider.endpoint.model;
+        const price = model === undefined ? undefined : host.deps.modelPrices?.[model];
+        partial = { promptChars: charsOf(conversation), completionChars: 0, ...(price ? { price } : {}) };
+        const counted = partial;
+        const publisher = provider.endpoint.stream === false ? undefined : host.textPublisher(runId, input.turn);
+        const onText = (delta: string) => {
+          counted.completionChars += delta.length;
+          publisher?.add(delta);
+        };
+        let outcome: ModelCallOutcome;
+        try {
+          // An endpoint at its rate limit is waited for here, as long as it asks, without spending
+          // one of the call's attempts; the wait is in the heartbeat, where `subagents show` reads it.
+          for (;;) {
+            try {
+              outcome = await callModel(clientFor(provider), provider, context.request, conversation, signal, onText);
+              break;
+            } catch (err) {
+              const waitMs = rateLimitWait(err);
+              if (waitMs === undefined) throw err;
+              setDetails({ rateLimitedUntil: Date.now() + waitMs });
+              await sleep(waitMs, undefined, { signal });
+              setDetails(undefined);
+            }
+          }
+        } finally {
+          await publisher?.close();
+        }
+        partial = undefined;
+        host.assertWithinLimit(outcome, 'the model response');
+        const outputId = newEntryId();
+        host.cache.put(runId, {
+          request: context.request,
+          entries: [
+            ...conversation,
+            { kind: 'assistant', id: outputId, content: outcome.content, stopReason: outcome.stopReason },
+          ],
+        });
+        host.cache.dropToolResults(runId, input.toolResultIds ?? []);
+        const held = await heldForApproval(provider, outcome.toolCalls, input.asksApproval === true);
+        // The answers given here enter the next call's tool entry, and are kept as the tools' results are.
+        const { toolCalls, ...result } = outcome;
+        const answers: Record<string, ToolActivityResult> = {};
+        const calls = toolCalls.map((call) => {
+          if (!call.answer) return call;
+          const resultId = `${outputId}/${call.id}`;
+          const { content, isError } = call.answer;
+          host.cache.putToolResult(runId, resultId, { type: 'tool-result', toolCallId: call.id, content, isError });
+          answers[call.id] = { ...call.answer, resultId };
+          return { ...call, answer: answers[call.id] };
+        });
+        // A workflow that reads the calls from `content` gets them only there (workflow code from
+        // before that reads `toolCalls`).
+        const costUsd = price && result.usage ? costOf(result.usage, price) : undefined;
+        if (!input.callsInContent) return { ...result, toolCalls: calls, outputId };
+        return {
+          ...result,
+          ...(costUsd === undefined ? {} : { costUsd }),
+          ...(Object.keys(answers).length > 0 ? { answers } : {}),
+          ...(held.length > 0 ? { approvals: held } : {}),
+          outputId,
+        };
+      },
+      { cancelDetails },
+    );
   };
+}
+
+type ModelPrice = SubagentModelPrices[string];
+
+/** USD for `usage` at `price` (per million tokens). */
+function costOf(usage: SubagentUsage, price: ModelPrice): number {
+  return (
+    (usage.promptTokens * price.inputPerMillionTokens + usage.completionTokens * price.outputPerMillionTokens) / 1e6
+  );
+}
+
+/**
+ * The tokens of a call cut off mid-stream, estimated at four characters a token (the endpoint
+ * reports usage only at the end), and their cost.
+ */
+function estimatedUsage({
+  promptChars,
+  completionChars,
+  price,
+}: {
+  promptChars: number;
+  completionChars: number;
+  price?: ModelPrice;
+}): SubagentUsage & { costUsd?: number } {
+  const usage = { promptTokens: Math.ceil(promptChars / 4), completionTokens: Math.ceil(completionChars / 4) };
+  return { ...usage, ...(price ? { costUsd: costOf(usage, price) } : {}) };
+}
+
+function charsOf(conversation: readonly TranscriptEntry[]): number {
+  let chars = 0;
+  for (const entry of conversation) {
+    const blocks = entry.kind === 'tool' ? entry.results.flatMap((result) => result.content) : entry.content;
+    for (const block of blocks) chars += block.type === 'text' ? block.text.length : JSON.stringify(block).length;
+  }
+  return chars;
+}
+
+const RATE_LIMITED = 'MODEL_RATE_LIMITED';
+
+/** How long to wait when `err` is the endpoint's rate limit (429), else undefined. */
+function rateLimitWait(err: unknown): number | undefined {
+  if (!(err instanceof ApplicationFailure) || err.type !== RATE_LIMITED) return undefined;
+  return err.nextRetryDelay === undefined || err.nextRetryDelay === null ? 1000 : msToNumber(err.nextRetryDelay);
 }
 
 /**
@@ -316,7 +391,8 @@ function endpointFailure(err: unknown): ModelCallOutcome {
       const delay = retryAfterMs(err.headers);
       throw ApplicationFailure.create({
         message: `model endpoint answered ${err.status}: ${err.message}`,
-        type: 'MODEL_TRANSIENT',
+        // A rate limit is waited out within the attempt (`subagentModelCall`).
+        type: err.status === 429 ? RATE_LIMITED : 'MODEL_TRANSIENT',
         ...(delay === undefined ? {} : { nextRetryDelay: delay }),
       });
     }

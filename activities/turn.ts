@@ -5,9 +5,11 @@ import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import type { ContentBlock } from '../src/seam/content';
 import { type SubagentDelegatingRun, delegationOf } from '../src/seam/delegation';
+import { spendOf } from '../src/seam/budget';
 import type { SubagentTurnContext } from '../src/seam/provider';
+import type { SubagentRun } from '../src/seam/run';
 import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
-import type { SubagentTurnResult } from '../src/seam/result';
+import type { SubagentSpend, SubagentTurnResult } from '../src/seam/result';
 import type { StructuredOutputSchema } from '../src/seam/structured';
 import { createStructuredOutputRuntime } from '../src/structured/runtime';
 import { validateStructuredValue } from '../src/structured/schema';
@@ -43,6 +45,7 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
       let consumed = 0;
       const taken: ContentBlock[][] = [];
       const publisher = host.textPublisher(runId, input.turn);
+      const delegated: SubagentRun[] = [];
       const turnContext: SubagentTurnContext = {
         runId,
         segment: input.segment,
@@ -75,8 +78,15 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
         ...(structuredOutput ? { structuredOutput } : {}),
         ...(deps.delegate
           ? {
-              delegate: (nested, request) =>
-                deps.delegate!(nested, request, delegatingRun(runId, context.request, activity.cancellationSignal)),
+              delegate: (nested, request) => {
+                const run = deps.delegate!(
+                  nested,
+                  request,
+                  delegatingRun(runId, context.request, activity.cancellationSignal, input.spent),
+                );
+                delegated.push(run);
+                return run;
+              },
             }
           : {}),
       };
@@ -97,17 +107,34 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
           { kind: 'assistant', id: outputId, content: result.output, stopReason: result.stopReason },
         ],
       });
-      return { ...result, outputId, consumedMessages: consumed };
+      // What the runs this turn delegated to spent, as each last settled, is charged to this run.
+      const nestedSpend = Object.fromEntries(
+        delegated.flatMap((run) => {
+          const spend = spendOf(run);
+          return spend ? [[run.id, spend]] : [];
+        }),
+      );
+      return {
+        ...result,
+        outputId,
+        consumedMessages: consumed,
+        ...(Object.keys(nestedSpend).length > 0 ? { nestedSpend } : {}),
+      };
     });
   };
 }
 
 /** This run as the parent of the runs it delegates: its depth, cap, cwd and model. */
-function delegatingRun(runId: string, request: ResolvedSubagentRequest, signal: AbortSignal): SubagentDelegatingRun {
+function delegatingRun(
+  runId: string,
+  request: ResolvedSubagentRequest,
+  signal: AbortSignal,
+  spent: SubagentSpend | undefined,
+): SubagentDelegatingRun {
   return {
     runId,
     signal,
-    ...delegationOf(request),
+    ...delegationOf(request, spent),
     ...(request.parent.cwd === undefined ? {} : { cwd: request.parent.cwd }),
   };
 }

@@ -3,7 +3,7 @@
 import type { ContentBlock, JsonValue } from '../src/seam/content';
 import type { SubagentDelegation } from '../src/seam/delegation';
 import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
-import type { SubagentStopReason, SubagentTurnResult, SubagentUsage } from '../src/seam/result';
+import type { SubagentSpend, SubagentStopReason, SubagentTurnResult, SubagentUsage } from '../src/seam/result';
 import type { ToolCallOutcome } from '../src/seam/tool';
 
 /** The activity that runs one turn of a turn-based provider. */
@@ -52,6 +52,8 @@ export interface TurnActivityInput {
   request?: ResolvedSubagentRequest;
   /** What the provider's previous turn left for it (`providerState`). */
   providerState?: JsonValue;
+  /** Runs with a budget: what the run and its descendants had spent when the turn began. */
+  spent?: SubagentSpend;
 }
 
 export interface TurnActivityResult extends SubagentTurnResult {
@@ -59,6 +61,8 @@ export interface TurnActivityResult extends SubagentTurnResult {
   outputId: string;
   /** How many waiting messages the turn took mid-turn (`takeMessages`), oldest first. */
   consumedMessages: number;
+  /** What the runs the turn delegated to spent, each with the runs below it, by run id. */
+  nestedSpend?: Record<string, SubagentSpend>;
 }
 
 /** Input of the `subagentModelCall` activity: one model call of an agent-loop provider. */
@@ -119,6 +123,8 @@ export interface ModelCallResult {
   /** A value captured by `structured_output` in this response; it ends the turn. */
   structured?: unknown;
   usage?: SubagentUsage;
+  /** What `usage` cost in USD, when the worker has a price for the model (`modelPrices`). */
+  costUsd?: number;
 }
 
 /** What a tool activity returns: the outcome, and an id its worker caches it under for the next model call. */

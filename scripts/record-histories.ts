@@ -12,7 +12,8 @@
 // activity inputs without the run's id, model-call results without their calls listed twice, and
 // (since v8) an agent-loop call the model-call activity answers itself; v9 (`v9 approvals
 // turn-approval`) tool calls held for approval: two agent-loop calls, one approved and one denied,
-// and a turn-based provider's request, approved.
+// and a turn-based provider's request, approved; v10 (`v10 budget`) a run with a budget: a
+// deadline's timer, cancelled when the segment settles, and the model-call limit ending the turn.
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -171,6 +172,19 @@ async function main(): Promise<void> {
     await asking.result;
     await asking.dispose();
 
+    // A budget: two model calls allowed, and a deadline an hour away.
+    fake.enqueue(
+      toolCallReply([{ name: 'list_directory', arguments: {} }]),
+      toolCallReply([{ name: 'list_directory', arguments: {} }]),
+    );
+    const budgeted = service.start('spawn', {
+      prompt: text('list, and list again'),
+      parent: { id: 'recorder', session: { header: { id: 's', cwd: __dirname } } },
+      budget: { maxModelCalls: 2, deadline: Date.now() + 60 * 60 * 1000 },
+    });
+    await budgeted.result;
+    await budgeted.dispose();
+
     // One agent-loop turn long enough to continue as new between two of its model calls.
     const steps = 30;
     fake.enqueue(
@@ -205,6 +219,7 @@ async function main(): Promise<void> {
       ['agent-loop-carried-on', long.id, carriedOn],
       ['approvals', held.id, undefined],
       ['turn-approval', asking.id, undefined],
+      ['budget', budgeted.id, undefined],
     ] as const;
     // A version that changes one path records only the labels given after it.
     for (const [label, workflowId, runId] of recordings.filter(([label]) => !ONLY.length || ONLY.includes(label))) {

@@ -52,10 +52,13 @@ export {
   type SubagentRunStatus,
 } from '../workflows/definitions';
 export {
+  COST_ATTRIBUTE,
   DEPTH_ATTRIBUTE,
   PARENT_RUN_ATTRIBUTE,
   PROVIDER_ATTRIBUTE,
+  ROOT_RUN_ATTRIBUTE,
   STATUS_ATTRIBUTE,
   STOP_REASON_ATTRIBUTE,
   SUBAGENT_SEARCH_ATTRIBUTES,
+  TOKENS_ATTRIBUTE,
 } from '../workflows/search-attributes';

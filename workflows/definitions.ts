@@ -4,12 +4,13 @@
 import { type Sinks, defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { RequestApprovalArgs, RunContextSnapshot, TextDeltaArgs } from '../activities/types';
 import type { ContentBlock, JsonValue } from '../src/seam/content';
-import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
+import type { ResolvedSubagentBudget, ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
 import type {
   SubagentApprovalDecision,
   SubagentApprovalRequest,
   SubagentPermissionDecision,
   SubagentResult,
+  SubagentSpend,
   SubagentUsage,
 } from '../src/seam/result';
 
@@ -80,6 +81,10 @@ export interface SubagentRunCarry {
   previous?: SegmentOutcome;
   /** The `resumeId` of the resume that began this segment. */
   resumedBy?: string;
+  /** Model calls and their cost so far, and what the runs below reported (runs since budgets exist). */
+  modelCalls?: number;
+  costUsd?: number;
+  childSpend?: Record<string, SubagentSpend>;
 }
 
 export interface SegmentOutcome {
@@ -89,6 +94,8 @@ export interface SegmentOutcome {
   resumableUntil?: number;
   /** Tokens the model endpoint reported over the whole run so far (agent-loop providers). */
   usage?: SubagentUsage;
+  /** What the run and every run below it spent so far (runs since budgets exist). */
+  spend?: SubagentSpend;
 }
 
 export type SegmentResultReply = { settled: SegmentOutcome } | { moved: true };
@@ -136,6 +143,9 @@ export interface SubagentRunStatus {
   lastResult?: SubagentResult;
   /** Tool calls parked until someone approves or denies them (runs since approvals exist). */
   pendingApprovals?: SubagentApprovalRequest[];
+  /** What the run and every run below it spent so far, and what remains of its budget (runs since budgets exist). */
+  spend?: SubagentSpend;
+  budgetLeft?: ResolvedSubagentBudget;
 }
 
 export interface SendMessageArgs {

@@ -11,11 +11,21 @@ export const STATUS_ATTRIBUTE = defineSearchAttributeKey('SubagentStatus', 'KEYW
 /** The latest segment's stop reason, once it settled. */
 export const STOP_REASON_ATTRIBUTE = defineSearchAttributeKey('SubagentStopReason', 'KEYWORD');
 
+/** The run that began the tree this run belongs to (its own id at the top). */
+export const ROOT_RUN_ATTRIBUTE = defineSearchAttributeKey('SubagentRootRunId', 'KEYWORD');
+/** Tokens the run and every run below it spent, as of its last settled segment. */
+export const TOKENS_ATTRIBUTE = defineSearchAttributeKey('SubagentTokens', 'INT');
+/** Their cost in USD, as the workers price the models. */
+export const COST_ATTRIBUTE = defineSearchAttributeKey('SubagentCostUsd', 'DOUBLE');
+
 /** Name → type, as `temporal server start-dev --search-attribute` and the operator API take them. */
-export const SUBAGENT_SEARCH_ATTRIBUTES: Readonly<Record<string, 'Keyword' | 'Int'>> = {
+export const SUBAGENT_SEARCH_ATTRIBUTES: Readonly<Record<string, 'Keyword' | 'Int' | 'Double'>> = {
   SubagentProvider: 'Keyword',
   SubagentParentRunId: 'Keyword',
   SubagentDepth: 'Int',
   SubagentStatus: 'Keyword',
   SubagentStopReason: 'Keyword',
+  SubagentRootRunId: 'Keyword',
+  SubagentTokens: 'Int',
+  SubagentCostUsd: 'Double',
 };

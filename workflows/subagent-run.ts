@@ -17,9 +17,11 @@ import {
   patched,
   proxyLocalActivities,
   setHandler,
+  sleep,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import { budgetStop, remainingBudget } from '../src/seam/budget';
 import { payloadLimitViolation } from '../src/seam/constants';
 import type { ContentBlock } from '../src/seam/content';
 import type { SubagentResult, SubagentTurnResult } from '../src/seam/result';
@@ -50,8 +52,15 @@ import {
   wakeUpdate,
 } from './definitions';
 import { Approvals, memoWithoutApproval } from './approvals';
-import { PROVIDER_ATTRIBUTE, STATUS_ATTRIBUTE, STOP_REASON_ATTRIBUTE } from './search-attributes';
-import { type MidTurn, RunState, turnRunner } from './turns';
+import {
+  COST_ATTRIBUTE,
+  PROVIDER_ATTRIBUTE,
+  ROOT_RUN_ATTRIBUTE,
+  STATUS_ATTRIBUTE,
+  STOP_REASON_ATTRIBUTE,
+  TOKENS_ATTRIBUTE,
+} from './search-attributes';
+import { type MidTurn, RunState, treeSpend, turnRunner } from './turns';
 
 /** Patch: a dispose before the segment settled ends it `error` (seam §5.5), not `aborted`. */
 const DISPOSE_SETTLES_ERROR_PATCH = 'dispose-settles-error';
@@ -86,6 +95,9 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     pending: carried?.pending ?? [request.prompt],
     turn: carried?.turn ?? 0,
     usage: carried?.usage ?? { promptTokens: 0, completionTokens: 0 },
+    modelCalls: carried?.modelCalls ?? 0,
+    costUsd: carried?.costUsd ?? 0,
+    childSpend: carried?.childSpend ?? {},
     ...(carried?.providerState === undefined ? {} : { providerState: carried.providerState }),
   };
   let droppedMessages = carried?.droppedMessages ?? 0;
@@ -97,9 +109,11 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   let resumeRequest: ResumeArgs | undefined;
   let disposeRequested = input.disposedAtStart ?? false;
   let continuing = false;
+  let deadlinePassed = false;
   const segmentScope = new CancellationScope();
   // Search attributes are kept only when the caller set them at start (the server knows them).
   const indexed = workflowInfo().typedSearchAttributes.get(PROVIDER_ATTRIBUTE) !== undefined;
+  const spendIndexed = workflowInfo().typedSearchAttributes.get(ROOT_RUN_ATTRIBUTE) !== undefined;
 
   const activityOptions: ActivityOptions = {
     startToCloseTimeout: settings.turnStartToCloseMs,
@@ -236,6 +250,8 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     resumableUntil: outcome?.resumableUntil,
     lastResult: outcome?.result,
     pendingApprovals: approvals.pending(),
+    spend: treeSpend(state),
+    ...(request.budget ? { budgetLeft: remainingBudget(request.budget, treeSpend(state)) } : {}),
   }));
 
   setHandler(runContextQuery, () => ({ request, entries: state.transcript }));
@@ -277,6 +293,9 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     pending,
     usage: state.usage,
     ...(state.providerState === undefined ? {} : { providerState: state.providerState }),
+    modelCalls: state.modelCalls,
+    costUsd: state.costUsd,
+    childSpend: state.childSpend,
     droppedMessages,
     children: [...children],
     ...(midSegment ? { midSegment } : {}),
@@ -300,6 +319,18 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
       const next = carry([...state.pending], { nudgesLeft, lastOutput, turn });
       if (!carryViolation(next)) await continueWith(next);
     };
+    // A budget's deadline cuts the segment off wherever it is, a model call in flight included.
+    const deadlineScope = new CancellationScope();
+    const deadline = request.budget?.deadline;
+    if (deadline !== undefined) {
+      void deadlineScope
+        .run(() => sleep(Math.max(deadline - Date.now(), 1)))
+        .then(() => {
+          deadlinePassed = true;
+          segmentScope.cancel();
+        })
+        .catch(() => undefined);
+    }
     try {
       await segmentScope.run(async () => {
         let resumeAt = carried?.midSegment?.turn;
@@ -334,6 +365,8 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
       const stoppedTurn = err instanceof ActivityFailure && segmentScope.consideredCancelled;
       if (!isCancellation(err) && !stoppedTurn) throw err;
       return stopped(lastOutput);
+    } finally {
+      deadlineScope.cancel();
     }
     const { output, stopReason, diagnostic, structured } = last!;
     if (structuredRun && structured === undefined && stopReason === 'completed') {
@@ -379,6 +412,13 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
    * was disposed, `error`, as the seam's disposed turn maps (histories from before the patch: `aborted`).
    */
   function stopped(output: ContentBlock[]): SubagentResult {
+    if (deadlinePassed && !runCancelled() && !disposeRequested) {
+      return {
+        output,
+        stopReason: 'aborted',
+        diagnostic: budgetStop(request.budget, treeSpend(state), Date.now(), 'turn')!.diagnostic,
+      };
+    }
     if (disposeRequested && !runCancelled() && patched(DISPOSE_SETTLES_ERROR_PATCH)) {
       return { output, stopReason: 'error', diagnostic: DISPOSED_BEFORE_SETTLING };
     }
@@ -394,7 +434,14 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
       : await runSegment();
   const parks = input.resumable && !disposeRequested && !runCancelled() && result.stopReason !== 'aborted';
   const usage = input.driver === 'agent-loop' ? { usage: state.usage } : {};
-  outcome = { segment, result, ...usage, ...(parks ? { resumableUntil: Date.now() + settings.resumeWindowMs } : {}) };
+  const spend = treeSpend(state);
+  outcome = {
+    segment,
+    result,
+    ...usage,
+    spend,
+    ...(parks ? { resumableUntil: Date.now() + settings.resumeWindowMs } : {}),
+  };
   // The settle point, once per segment however many wait on it: observers long-poll the history
   // for it. A segment that closes the run needs none: the workflow's result is its outcome.
   const settled = outcome;
@@ -405,6 +452,13 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     upsertSearchAttributes([
       { key: STATUS_ATTRIBUTE, value: parks ? 'parked' : 'closed' },
       { key: STOP_REASON_ATTRIBUTE, value: result.stopReason },
+      // Runs started with the spend attributes keep them up to date.
+      ...(spendIndexed
+        ? [
+            { key: TOKENS_ATTRIBUTE, value: spend.tokens },
+            { key: COST_ATTRIBUTE, value: spend.costUsd },
+          ]
+        : []),
     ]);
   }
   if (parks) {

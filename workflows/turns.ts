@@ -5,6 +5,7 @@
 import {
   ActivityOptions,
   CancellationScope,
+  CancelledFailure,
   isCancellation,
   patched,
   proxyActivities,
@@ -15,10 +16,11 @@ import type { ModelCallResult, ModelToolCall, ToolActivityInput, ToolActivityRes
 import type { Approvals } from './approvals';
 import type { SubagentSinks } from './definitions';
 import type { ContentBlock, JsonValue } from '../src/seam/content';
+import { addSpend, budgetStop } from '../src/seam/budget';
 import { delegationOf } from '../src/seam/delegation';
 import { causeChain } from '../src/seam/errors';
 import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
-import type { SubagentTurnResult, SubagentUsage } from '../src/seam/result';
+import type { SubagentSpend, SubagentTurnResult, SubagentUsage } from '../src/seam/result';
 import { toolError } from '../src/seam/tool';
 
 /** The run's mutable state that turns read and extend; carried through continue-as-new. */
@@ -33,8 +35,24 @@ export interface RunState {
   /** Turns begun over the child's life. */
   turn: number;
   usage: SubagentUsage;
+  /** Model calls answered over the child's life, and their cost (USD, as the workers price them). */
+  modelCalls: number;
+  costUsd: number;
+  /** What each run this run delegated to reported it and its descendants spent, by run id. */
+  childSpend: Record<string, SubagentSpend>;
   /** What the provider's last turn left for its next (turn-based providers). */
   providerState?: JsonValue;
+}
+
+/** What the run and every run below it have spent: the measures its budget limits. */
+export function treeSpend(state: RunState): SubagentSpend {
+  const own: SubagentSpend = {
+    turns: state.turn,
+    modelCalls: state.modelCalls,
+    tokens: state.usage.promptTokens + state.usage.completionTokens,
+    costUsd: state.costUsd,
+  };
+  return Object.values(state.childSpend).reduce(addSpend, own);
 }
 
 /** Where an agent-loop turn stood when its run continued as new between two model calls. */
@@ -83,7 +101,15 @@ export function turnRunner(
     lastAssistantId: state.transcript.slice(0, length).findLast((entry) => entry.kind === 'assistant')?.id,
   });
 
+  /** How the run ends instead of its next turn or model call, when its budget is spent. */
+  const overBudget = (next: 'turn' | 'model-call'): SubagentTurnResult | undefined => {
+    const stop = budgetStop(state.request.budget, treeSpend(state), Date.now(), next);
+    return stop && { output: [], ...stop };
+  };
+
   async function providerTurn(turnInput: ContentBlock[][]): Promise<SubagentTurnResult> {
+    const stop = overBudget('turn');
+    if (stop) return stop;
     const transcriptRef = reference(state.transcript.length);
     const turn = state.turn++;
     appendUser(turnInput);
@@ -98,6 +124,8 @@ export function turnRunner(
         transcript: transcriptRef,
         request: turn === 0 ? state.request : undefined,
         ...(state.providerState === undefined ? {} : { providerState: state.providerState }),
+        // What the turn's nested runs inherit is what remains then.
+        ...(state.request.budget ? { spent: treeSpend(state) } : {}),
       });
       if (cancelledMeanwhile(result.stopReason)) result.stopReason = 'aborted';
       // Messages the provider took mid-turn came after the turn's input, before its answer.
@@ -109,7 +137,8 @@ export function turnRunner(
         stopReason: result.stopReason,
       });
       if (result.providerState !== undefined) state.providerState = result.providerState;
-      const { outputId: _, consumedMessages: __, ...turnResult } = result;
+      if (result.nestedSpend) Object.assign(state.childSpend, result.nestedSpend);
+      const { outputId: _, consumedMessages: __, nestedSpend: ___, ...turnResult } = result;
       return turnResult;
     } catch (err) {
       if (stoppedByCancel(err)) throw err;
@@ -123,6 +152,10 @@ export function turnRunner(
     turnInput: ContentBlock[][],
     { resumeAt, betweenSteps }: TurnOptions = {},
   ): Promise<SubagentTurnResult> {
+    if (!resumeAt) {
+      const stop = overBudget('turn');
+      if (stop) return stop;
+    }
     const turn = resumeAt?.turn ?? state.turn++;
     let base = resumeAt?.base ?? state.transcript.length;
     // A carried-on turn goes on as it would have: messages that came meanwhile join before the next call.
@@ -139,6 +172,8 @@ export function turnRunner(
           diagnostic: `the child made ${step} model calls in one turn (maxStepsPerTurn)`,
         };
       }
+      const stop = overBudget('model-call');
+      if (stop) return stop;
       let result: ModelCallResult;
       try {
         result = await activities.subagentModelCall({
@@ -156,7 +191,12 @@ export function turnRunner(
           asksApproval: true,
         });
       } catch (err) {
-        if (stoppedByCancel(err)) throw err;
+        if (stoppedByCancel(err)) {
+          // A call cancelled mid-stream reports what it had used by then: it is charged too.
+          const partial = partialUsageOf(err);
+          if (partial) charge(partial, partial.costUsd);
+          throw err;
+        }
         return { output: [], stopReason: 'error', diagnostic: failureMessage(err) };
       }
       if (cancelledMeanwhile(result.stopReason)) result.stopReason = 'aborted';
@@ -166,12 +206,8 @@ export function turnRunner(
         content: result.content,
         stopReason: result.stopReason,
       });
-      if (result.usage) {
-        state.usage = {
-          promptTokens: state.usage.promptTokens + result.usage.promptTokens,
-          completionTokens: state.usage.completionTokens + result.usage.completionTokens,
-        };
-      }
+      state.modelCalls++;
+      if (result.usage) charge(result.usage, result.costUsd);
       const toolCalls = toolCallsOf(result);
       if (result.stopReason !== 'completed' || toolCalls.length === 0) return turnResult(result);
 
@@ -211,16 +247,28 @@ export function turnRunner(
     return toolError(`the call to ${call.name} was not approved: ${why}`);
   }
 
+  /** Adds one model call's tokens, and their cost, to the run's. */
+  function charge(usage: SubagentUsage, costUsd = 0): void {
+    state.usage = {
+      promptTokens: state.usage.promptTokens + usage.promptTokens,
+      completionTokens: state.usage.completionTokens + usage.completionTokens,
+    };
+    state.costUsd += costUsd;
+  }
+
   /** A tool activity; a failure after its retries becomes an error result the model can read. */
   async function runTool(call: ModelToolCall): Promise<ToolActivityResult> {
     try {
-      return await tools[call.name]!({
+      const result = await tools[call.name]!({
         provider: state.provider,
         callId: call.id,
         arguments: call.arguments,
         ...(state.request.parent.cwd === undefined ? {} : { cwd: state.request.parent.cwd }),
-        delegation: delegationOf(state.request),
+        delegation: delegationOf(state.request, state.request.budget ? treeSpend(state) : undefined),
       });
+      // What the runs the call delegated to spent, as each last settled, is charged to this run.
+      if (result.nestedSpend) Object.assign(state.childSpend, result.nestedSpend);
+      return result;
     } catch (err) {
       if (stoppedByCancel(err)) throw err;
       return toolError(`tool ${call.name} failed: ${failureMessage(err)}`);
@@ -281,6 +329,13 @@ function cancelledMeanwhile(stopReason: string): boolean {
     CancellationScope.current().consideredCancelled &&
     patched(CANCEL_WINS_OVER_RESULT_PATCH)
   );
+}
+
+/** The usage a model call cancelled mid-stream reported with its cancellation, if any. */
+function partialUsageOf(err: unknown): (SubagentUsage & { costUsd?: number }) | undefined {
+  const cancelled = causeChain(err).find((e): e is CancelledFailure => e instanceof CancelledFailure);
+  const [details] = (cancelled?.details ?? []) as [{ partialUsage?: SubagentUsage & { costUsd?: number } }?];
+  return details?.partialUsage;
 }
 
 /** The messages of a failure chain: ActivityFailure wraps the provider's failure or a timeout. */

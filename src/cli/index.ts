@@ -19,7 +19,7 @@ const USAGE = `usage: subagents <command> [options]
   start <provider> <prompt> [--schema FILE] [--cwd DIR] [--max-depth N] [--agent-options JSON] [--wait]
                                           (--cwd: the child's working directory; without it, no file tools)
   list [--provider P] [--status running|awaiting-approval|parked|closed] [--limit N]
-  show <id>
+  show <id> [--tree]                      (--tree: every run below it too, with what each spent)
   send <id> <message>
   cancel <id>
   resume <id> <message> [--wait]
@@ -51,6 +51,7 @@ async function main(argv: string[]): Promise<number> {
       help: { type: 'boolean', default: false },
       wait: { type: 'boolean', default: false },
       'no-follow': { type: 'boolean', default: false },
+      tree: { type: 'boolean', default: false },
       schema: { type: 'string' },
       'agent-options': { type: 'string' },
       cwd: { type: 'string' },

@@ -6,6 +6,7 @@ import type { Client } from '@temporalio/client';
 import { type SubagentRunStatus, sendMessageSignal, statusQuery } from '../../workflows/definitions';
 import { type AuditRecord, auditDrafts } from '../audit';
 import { approveRequest } from '../client/run-approvals';
+import { decodePayload } from '../temporal/run-history';
 import { runStarted } from '../client/run-handle';
 import { RUN_ID_PREFIX } from '../seam/constants';
 import { type ContentBlock, textContent, textOf } from '../seam/content';
@@ -122,7 +123,39 @@ export async function list(flags: Flags, client: Client): Promise<number> {
   return EXIT.ok;
 }
 
+/**
+ * `show <id> [--tree]`: the run's state; with `--tree`, every run below it too, each with what it
+ * spent (itself and its descendants) and its status.
+ */
 export async function show(flags: Flags, client: Client, id: string): Promise<number> {
+  const root = await describeRun(client, id);
+  if (!flags.values.tree) {
+    out(flags, root.human.join('\n'), root.data);
+    return EXIT.ok;
+  }
+  const nodes: { depth: number; view: Awaited<ReturnType<typeof describeRun>> }[] = [];
+  const walk = async (view: Awaited<ReturnType<typeof describeRun>>, depth: number): Promise<void> => {
+    nodes.push({ depth, view });
+    for (const child of view.status?.children ?? []) await walk(await describeRun(client, child), depth + 1);
+  };
+  await walk(root, 0);
+  const line = ({ depth, view: { data, status } }: (typeof nodes)[number]) => {
+    const spend = status?.spend;
+    const spent = spend
+      ? `${spend.tokens} tokens, ${spend.modelCalls} model calls, ${spend.turns} turns, $${spend.costUsd.toFixed(4)}`
+      : 'spend unknown';
+    return `${'  '.repeat(depth)}${data.id}  ${data.status ?? data.temporalStatus}${data.stopReason ? ` (${data.stopReason})` : ''}  ${spent}`;
+  };
+  out(
+    flags,
+    nodes.map(line).join('\n'),
+    nodes.map(({ depth, view }) => ({ ...view.data, treeDepth: depth })),
+  );
+  return EXIT.ok;
+}
+
+/** One run as `show` prints it: its data, and the lines a person reads. */
+async function describeRun(client: Client, id: string) {
   const handle = client.workflow.getHandle(id);
   const description = await describeOrUnknown(handle, id);
   const attributes = description.searchAttributes as Record<string, unknown[] | undefined>;
@@ -153,23 +186,32 @@ export async function show(flags: Flags, client: Client, id: string): Promise<nu
           resumableUntil:
             status.resumableUntil === undefined ? undefined : new Date(status.resumableUntil).toISOString(),
           lastResult: status.lastResult,
+          spend: status.spend,
+          budgetLeft: status.budgetLeft,
         }
       : {}),
+    rateLimitedUntil: await rateLimitedUntil(client, description),
   };
   const human = [
     `${id}`,
     `  provider ${data.provider ?? '?'}, depth ${data.depth ?? '?'}${data.parentRunId ? `, parent ${data.parentRunId}` : ''}`,
     `  status ${data.status ?? data.temporalStatus}${data.stopReason ? ` (${data.stopReason})` : ''}${status ? `, segment ${status.segment}, ${status.turns} turns, ${status.pendingMessages} messages waiting` : ''}`,
     ...(status ? [`  tokens ${status.usage.promptTokens} prompt + ${status.usage.completionTokens} completion`] : []),
+    ...(status?.spend
+      ? [
+          `  spent with the runs below it: ${status.spend.tokens} tokens, ${status.spend.modelCalls} model calls, ${status.spend.turns} turns, $${status.spend.costUsd.toFixed(4)}`,
+        ]
+      : []),
+    ...(status?.budgetLeft ? [`  budget left: ${JSON.stringify(status.budgetLeft)}`] : []),
+    ...(data.rateLimitedUntil ? [`  waiting for the model endpoint's rate limit until ${data.rateLimitedUntil}`] : []),
     ...(status?.children.length ? [`  children ${status.children.join(', ')}`] : []),
     ...(status?.pendingApprovals ?? []).map(
       (request) => `  awaiting approval ${request.requestId}: ${approvalLine(request)}`,
     ),
     ...(data.resumableUntil ? [`  resumable until ${data.resumableUntil}`] : []),
     ...(status?.lastResult ? [`  last result: ${textOf(status.lastResult.output)}`] : []),
-  ].join('\n');
-  out(flags, human, data);
-  return EXIT.ok;
+  ];
+  return { data, human, ...(status ? { status } : {}) };
 }
 
 export async function send(flags: Flags, client: Client, id: string, message: string): Promise<number> {
@@ -274,6 +316,21 @@ function describeRecord(record: Pick<AuditRecord, 'type' | 'data'>): string | un
     default:
       return undefined;
   }
+}
+
+/** When a model call of the run waits for its endpoint's rate limit (its heartbeat says so), as ISO 8601. */
+async function rateLimitedUntil(
+  client: Client,
+  description: Awaited<ReturnType<typeof describeOrUnknown>>,
+): Promise<string | undefined> {
+  for (const activity of description.raw.pendingActivities ?? []) {
+    const payloads = activity.heartbeatDetails?.payloads;
+    if (!payloads?.length) continue;
+    const details = (await decodePayload(client.options.loadedDataConverter, payloads).catch(() => undefined)) as
+      { rateLimitedUntil?: number } | undefined;
+    if (typeof details?.rateLimitedUntil === 'number') return new Date(details.rateLimitedUntil).toISOString();
+  }
+  return undefined;
 }
 
 /** A held call as a person deciding reads it: the tool and the start of its arguments. */

@@ -21,6 +21,7 @@ import {
 import type { subagentRunWorkflow } from '../../workflows/subagent-run';
 import type { ContentBlock } from '../seam/content';
 import { SubagentError } from '../seam/errors';
+import { RUN_SPEND } from '../seam/budget';
 import type { SubagentResult } from '../seam/result';
 import type { SubagentLogger, SubagentRun, SubagentRunEvent, SubagentRunEventsOptions } from '../seam/run';
 import { SubagentEvents } from './events';
@@ -121,6 +122,7 @@ export class RunHandle {
     };
     // Not part of the seam's shape: lets `runStarted` wait until the run exists on the server.
     Object.defineProperty(run, STARTED, { value: this.started });
+    Object.defineProperty(run, RUN_SPEND, { get: () => this.outcome?.spend });
     this.run = run;
   }
 

@@ -13,6 +13,7 @@ import {
   DEPTH_ATTRIBUTE,
   PARENT_RUN_ATTRIBUTE,
   PROVIDER_ATTRIBUTE,
+  ROOT_RUN_ATTRIBUTE,
   STATUS_ATTRIBUTE,
 } from '../../workflows/search-attributes';
 import type { subagentRunWorkflow } from '../../workflows/subagent-run';
@@ -197,6 +198,7 @@ export class TemporalSubagentService {
       ...(input.request.parent.runId === undefined
         ? []
         : [{ key: PARENT_RUN_ATTRIBUTE, value: input.request.parent.runId }]),
+      { key: ROOT_RUN_ATTRIBUTE, value: input.request.parent.rootRunId ?? input.request.parent.runId ?? runId },
     ];
     const indexed = (start: (extra: { typedSearchAttributes?: SearchAttributePair[] }) => Promise<unknown>) =>
       this.indexedStart(attributes, start);

@@ -7,6 +7,7 @@ import { SubagentError } from '../seam/errors';
 import type { SubagentAgentOptions, SubagentNestedStartRequest, SubagentParent } from '../seam/request';
 import type { SubagentApprovalAnswer, SubagentRun, SubagentRunEvent } from '../seam/run';
 import { type ToolCallOutcome, toolError, toolResult } from '../seam/tool';
+import { spendOf } from '../seam/budget';
 import { runStarted } from './run-handle';
 import type { TemporalSubagentService } from './service';
 
@@ -206,7 +207,11 @@ export async function delegate(
   prompt: string,
   config: Omit<SubagentToolConfig, 'provider' | 'name'>,
   signal: AbortSignal | undefined,
-  { onProgress, onApproval }: Pick<SubagentToolCallContext, 'onProgress' | 'onApproval'> = {},
+  {
+    onProgress,
+    onApproval,
+    reportSpend = false,
+  }: Pick<SubagentToolCallContext, 'onProgress' | 'onApproval'> & { reportSpend?: boolean } = {},
 ): Promise<ToolCallOutcome> {
   let run: SubagentRun;
   try {
@@ -246,7 +251,10 @@ export async function delegate(
         })
       : undefined;
   try {
-    return await settle(run, config);
+    const outcome = await settle(run, config);
+    // Inside a run (the delegation tool), what the nested run spent is charged to the calling run.
+    const spend = reportSpend ? spendOf(run) : undefined;
+    return spend ? { ...outcome, nestedSpend: { [run.id]: spend } } : outcome;
   } finally {
     await watching?.stop();
     signal?.removeEventListener('abort', onAbort);

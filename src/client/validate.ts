@@ -5,6 +5,7 @@ import type { ContentBlock, JsonObject } from '../seam/content';
 import { SubagentDepthError, SubagentError } from '../seam/errors';
 import { describeValue, isPlainObject, jsonCopy, jsonViolation, omitUndefined } from '../seam/json';
 import type {
+  ResolvedSubagentBudget,
   ResolvedSubagentRequest,
   SubagentParentRef,
   SubagentStartRequest,
@@ -38,6 +39,7 @@ export function resolveStartRequest(
     invalid(`request.maxDepth must be a non-negative integer (got ${describeValue(maxDepth)})`);
   }
   const toolFilter = request.toolFilter === undefined ? undefined : toolFilterOf(request.toolFilter);
+  const budget = request.budget === undefined ? undefined : budgetOf(request.budget);
   const seed = options.seedFromParent ? seedOf(request.parent) : undefined;
   if (toolFilter && options.toolNames) {
     const unknown = [...(toolFilter.allow ?? []), ...(toolFilter.deny ?? [])].filter(
@@ -59,7 +61,52 @@ export function resolveStartRequest(
       ? undefined
       : (snapshotOutputSchema(request.outputSchema) as unknown as JsonObject);
 
-  return omitUndefined({ prompt, parent, seed, depth, agentOptions, outputSchema, maxDepth, toolFilter });
+  return omitUndefined({ prompt, parent, seed, depth, agentOptions, outputSchema, maxDepth, toolFilter, budget });
+}
+
+const BUDGET_LIMITS = ['maxTurns', 'maxModelCalls', 'maxTokens', 'maxCostUsd'] as const;
+
+/**
+ * A budget's wire form: each limit a number of 0 or more (counts whole), the deadline in epoch ms.
+ * Throws `INVALID_REQUEST`.
+ */
+export function budgetOf(value: unknown): ResolvedSubagentBudget {
+  if (!isPlainObject(value)) invalid(`request.budget must be an object (got ${describeValue(value)})`);
+  const budget = value as Record<string, unknown>;
+  const known = new Set<string>([...BUDGET_LIMITS, 'deadline']);
+  const unknown = Object.keys(budget).filter((key) => !known.has(key) && budget[key] !== undefined);
+  if (unknown.length > 0) {
+    invalid(`request.budget has no ${unknown.map((key) => `"${key}"`).join(', ')} (it takes ${[...known].join(', ')})`);
+  }
+  const resolved: ResolvedSubagentBudget = {};
+  for (const limit of BUDGET_LIMITS) {
+    const amount = budget[limit];
+    if (amount === undefined) continue;
+    const whole = limit !== 'maxCostUsd';
+    if (
+      typeof amount !== 'number' ||
+      !Number.isFinite(amount) ||
+      amount < 0 ||
+      (whole && !Number.isSafeInteger(amount))
+    ) {
+      invalid(
+        `request.budget.${limit} must be a ${whole ? 'whole number' : 'number'} of 0 or more (got ${describeValue(amount)})`,
+      );
+    }
+    resolved[limit] = amount;
+  }
+  if (budget.deadline !== undefined) {
+    const { deadline } = budget;
+    const ms =
+      deadline instanceof Date ? deadline.getTime() : typeof deadline === 'string' ? Date.parse(deadline) : deadline;
+    if (typeof ms !== 'number' || !Number.isFinite(ms)) {
+      invalid(
+        `request.budget.deadline must be a Date, an ISO 8601 time or epoch milliseconds (got ${describeValue(deadline)})`,
+      );
+    }
+    resolved.deadline = ms;
+  }
+  return resolved;
 }
 
 /** Checks message or resume content: a non-empty array of content blocks, plain JSON. */
@@ -106,7 +153,7 @@ function parentRef(parent: unknown): SubagentParentRef {
   if (typeof id !== 'string' || id === '') {
     invalid('request.parent is required: the delegating agent, at least { id: string }');
   }
-  const { options, session, runId } = parent as Record<string, unknown>;
+  const { options, session, runId, rootRunId } = parent as Record<string, unknown>;
   if (options !== undefined && !isObjectLike(options)) invalid('request.parent.options must be an object');
   const depth = options?.subagentDepth ?? 0;
   if (!isNonNegativeInteger(depth)) {
@@ -121,6 +168,7 @@ function parentRef(parent: unknown): SubagentParentRef {
   const cwd = header?.cwd;
   if (cwd !== undefined && typeof cwd !== 'string') invalid('request.parent.session.header.cwd must be a string');
   if (runId !== undefined && typeof runId !== 'string') invalid('request.parent.runId must be a string');
+  if (rootRunId !== undefined && typeof rootRunId !== 'string') invalid('request.parent.rootRunId must be a string');
   return omitUndefined({
     agentId: id,
     sessionId: header?.id as string | undefined,
@@ -128,6 +176,7 @@ function parentRef(parent: unknown): SubagentParentRef {
     depth,
     model: model as string | undefined,
     runId: runId as string | undefined,
+    rootRunId: rootRunId as string | undefined,
   });
 }
 

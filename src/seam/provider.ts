@@ -147,6 +147,11 @@ export interface SubagentTurnContext {
   delegate?(provider: string, request: SubagentNestedStartRequest): SubagentRun;
 }
 
+/** USD per million tokens, prompt (input) and completion (output), by model name. */
+export type SubagentModelPrices = Readonly<
+  Record<string, { readonly inputPerMillionTokens: number; readonly outputPerMillionTokens: number }>
+>;
+
 /** Where an agent-loop provider's model lives: any OpenAI-compatible chat-completions endpoint. */
 export interface SubagentModelEndpoint {
   baseURL?: string;

@@ -17,6 +17,8 @@ export interface SubagentParent {
   };
   /** The parent's own run id when it is itself a durable subagent run. */
   readonly runId?: string;
+  /** The run at the top of the parent's tree, when the parent is itself a nested run. */
+  readonly rootRunId?: string;
 }
 
 /**
@@ -61,6 +63,34 @@ export interface SubagentStartRequest {
    * with a different request rejects `result` with `IDEMPOTENCY_CONFLICT`.
    */
   idempotencyKey?: string;
+  /**
+   * Limits on what the run and every run below it may spend; a nested run inherits what remains
+   * of its parent's (its own can only narrow it). Exhausting one ends the run `max-tokens` (a
+   * deadline: `aborted`) with a diagnostic naming the limit.
+   */
+  budget?: SubagentBudget;
+}
+
+export interface SubagentBudget {
+  /** Turns begun, the run's and its descendants'. */
+  maxTurns?: number;
+  /** Model calls answered. */
+  maxModelCalls?: number;
+  /** Prompt and completion tokens together. */
+  maxTokens?: number;
+  /** Priced by the workers' `modelPrices`. */
+  maxCostUsd?: number;
+  /** When the run is cut off: a Date, an ISO 8601 time, or epoch milliseconds. */
+  deadline?: Date | string | number;
+}
+
+/** A budget as a run carries it: the deadline in epoch milliseconds. */
+export interface ResolvedSubagentBudget {
+  maxTurns?: number;
+  maxModelCalls?: number;
+  maxTokens?: number;
+  maxCostUsd?: number;
+  deadline?: number;
 }
 
 /** A start request from inside a run: the parent is the run itself. */
@@ -76,6 +106,8 @@ export interface SubagentParentRef {
   model?: string;
   /** The run id when the parent is itself a durable subagent run. */
   runId?: string;
+  /** The run at the top of the tree, when the parent is itself a nested run. */
+  rootRunId?: string;
 }
 
 /** A start request after validation: every field checked, defaults applied, the parent serialised. */
@@ -93,6 +125,7 @@ export interface ResolvedSubagentRequest {
   outputSchema?: JsonObject;
   maxDepth?: number;
   toolFilter?: SubagentToolFilter;
+  budget?: ResolvedSubagentBudget;
 }
 
 /** One entry of a child's conversation as the run workflow keeps it. Append-only. */

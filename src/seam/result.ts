@@ -27,6 +27,18 @@ export interface SubagentUsage {
   completionTokens: number;
 }
 
+/**
+ * What a run and every run below it spent, in the measures a budget limits: turns begun, model
+ * calls answered, tokens (prompt and completion) and their cost in USD (priced by the worker's
+ * `modelPrices`; 0 for a model it has no price for).
+ */
+export interface SubagentSpend {
+  turns: number;
+  modelCalls: number;
+  tokens: number;
+  costUsd: number;
+}
+
 /** What a provider's turn produces. */
 export interface SubagentTurnResult {
   output: ContentBlock[];

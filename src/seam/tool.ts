@@ -2,12 +2,15 @@
 // result in the project is built here: a text the model reads, marked as a failure or not.
 import { type ContentBlock, textContent, textOf } from './content';
 import type { SubagentNestedStartRequest } from './request';
+import type { SubagentSpend } from './result';
 import type { SubagentRun } from './run';
 
 /** What a tool call returns to the model. */
 export interface ToolCallOutcome {
   content: ContentBlock[];
   isError: boolean;
+  /** What the runs the call delegated to spent, each with the runs below it, by run id: charged to the calling run. */
+  nestedSpend?: Record<string, SubagentSpend>;
 }
 
 /** A result of one text block; `isError` marks it as a failure for the model. */

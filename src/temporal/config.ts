@@ -6,6 +6,8 @@ import { Client, type ConnectionLike, type TLSConfig } from '@temporalio/client'
 import type { DataConverter } from '@temporalio/common';
 import { loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig';
 import { SubagentError } from '../seam/errors';
+import { isPlainObject } from '../seam/json';
+import type { SubagentModelPrices } from '../seam/provider';
 import { codecFromEnv } from './codec';
 import { ENCRYPTED_FAILURE_CONVERTER_PATH } from './failure-converter';
 import { DEFAULT_OFFLOAD_BYTES, FilePayloadStore, type SubagentPayloadStore, payloadStorage } from './payload-store';
@@ -170,4 +172,31 @@ export function workerCachedRunsFromEnv(env: NodeJS.ProcessEnv = process.env): n
     throw new SubagentError('SUBAGENT_WORKER_CACHED_RUNS must be 0 or a whole number of at least 2', 'INVALID_CONFIG');
   }
   return runs;
+}
+
+/**
+ * The price table `SUBAGENT_MODEL_PRICES` holds, as JSON: `{"gpt-4.1": {"inputPerMillionTokens":
+ * 2, "outputPerMillionTokens": 8}}`; undefined when unset. Anything else is `INVALID_CONFIG`.
+ */
+export function modelPricesFromEnv(env: NodeJS.ProcessEnv = process.env): SubagentModelPrices | undefined {
+  const raw = env.SUBAGENT_MODEL_PRICES?.trim();
+  if (!raw) return undefined;
+  const invalid = (why: string): never => {
+    throw new SubagentError(`SUBAGENT_MODEL_PRICES ${why}`, 'INVALID_CONFIG');
+  };
+  let table: unknown;
+  try {
+    table = JSON.parse(raw);
+  } catch {
+    invalid('is not JSON');
+  }
+  if (!isPlainObject(table)) invalid('must be a JSON object of model name to prices');
+  for (const [model, price] of Object.entries(table as Record<string, unknown>)) {
+    const { inputPerMillionTokens: input, outputPerMillionTokens: output } = (price ?? {}) as Record<string, unknown>;
+    const valid = (value: unknown) => typeof value === 'number' && Number.isFinite(value) && value >= 0;
+    if (!valid(input) || !valid(output)) {
+      invalid(`needs inputPerMillionTokens and outputPerMillionTokens of 0 or more for "${model}"`);
+    }
+  }
+  return table as SubagentModelPrices;
 }

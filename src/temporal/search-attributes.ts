@@ -5,6 +5,11 @@ import { temporal } from '@temporalio/proto';
 import { SUBAGENT_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
 
 const { IndexedValueType } = temporal.api.enums.v1;
+const INDEXED_TYPES = {
+  Keyword: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+  Int: IndexedValueType.INDEXED_VALUE_TYPE_INT,
+  Double: IndexedValueType.INDEXED_VALUE_TYPE_DOUBLE,
+} as const;
 
 /**
  * Adds whichever subagent search attributes the namespace lacks; resolves with the names it
@@ -16,12 +21,7 @@ export async function ensureSearchAttributes(connection: ConnectionLike, namespa
   if (missing.length === 0) return [];
   await connection.operatorService.addSearchAttributes({
     namespace,
-    searchAttributes: Object.fromEntries(
-      missing.map(([name, type]) => [
-        name,
-        type === 'Int' ? IndexedValueType.INDEXED_VALUE_TYPE_INT : IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
-      ]),
-    ),
+    searchAttributes: Object.fromEntries(missing.map(([name, type]) => [name, INDEXED_TYPES[type]])),
   });
   return missing.map(([name]) => name);
 }

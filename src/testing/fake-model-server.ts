@@ -34,6 +34,8 @@ export type FakeHandler = (request: FakeChatRequest) => FakeReply | Promise<Fake
 export interface FakeOpenAI {
   readonly baseURL: string;
   readonly requests: FakeChatRequest[];
+  /** With a `quota`: requests served and refused (429), and the most served in one window. */
+  readonly quota: { served: number; refused: number; maxInWindow: number };
   /**
    * Queue replies for the next requests, in order (FIFO). A promise is a reply the test decides
    * on later: its request waits, in flight, until it settles.
@@ -241,6 +243,12 @@ export async function startFakeOpenAI(
     handler?: FakeHandler;
     /** Called with each piece of streamed content as it is written (for latency measurements). */
     onStreamText?: (text: string) => void;
+    /**
+     * A quota, as a rate-limited endpoint enforces one: at most `requests` chat requests are served
+     * in any `windowMs` (default a minute); one over it is answered 429 with `Retry-After` (whole
+     * seconds until a place frees up) and counted in `quota.refused`.
+     */
+    quota?: { requests: number; windowMs?: number };
   } = {},
 ): Promise<FakeOpenAI> {
   const requests: FakeChatRequest[] = [];
@@ -248,6 +256,26 @@ export async function startFakeOpenAI(
   const sockets = new Set<Socket>();
   const waiters = new Set<{ count: number; resolve: (all: FakeChatRequest[]) => void; reject: (err: Error) => void }>();
   let handler: FakeHandler | undefined = options.handler;
+  const quota = options.quota && {
+    ...options.quota,
+    windowMs: options.quota.windowMs ?? 60_000,
+    served: [] as number[],
+  };
+  const quotaStats = { served: 0, refused: 0, maxInWindow: 0 };
+  /** Seconds until the quota has room, or 0 when it has some now (and the request takes it). */
+  const quotaWait = (): number => {
+    if (!quota) return 0;
+    const now = Date.now();
+    while (quota.served.length > 0 && quota.served[0]! <= now - quota.windowMs) quota.served.shift();
+    if (quota.served.length >= quota.requests) {
+      quotaStats.refused++;
+      return Math.max(1, Math.ceil((quota.served[0]! + quota.windowMs - now) / 1000));
+    }
+    quota.served.push(now);
+    quotaStats.served++;
+    quotaStats.maxInWindow = Math.max(quotaStats.maxInWindow, quota.served.length);
+    return 0;
+  };
   let completions = 0;
   let toolCalls = 0;
   let closing: Promise<void> | undefined;
@@ -358,6 +386,12 @@ export async function startFakeOpenAI(
       return;
     }
 
+    const retryAfter = quotaWait();
+    if (retryAfter > 0) {
+      const body = errorBody('fake-openai: rate limit reached for requests', 'requests', 'rate_limit_exceeded');
+      sendJson(res, 429, body, { 'retry-after': String(retryAfter) });
+      return;
+    }
     const reply = await nextReply(request);
     if (request.aborted) return;
     if (reply.kind === 'hang') return;
@@ -399,6 +433,7 @@ export async function startFakeOpenAI(
   return {
     baseURL: `http://127.0.0.1:${port}/v1`,
     requests,
+    quota: quotaStats,
     enqueue(...replies: (FakeReply | Promise<FakeReply>)[]) {
       queue.push(...replies);
     },

@@ -33,6 +33,7 @@ export function createDelegationTool(config: SubagentToolConfig & { inheritsPare
         parsed.prompt,
         config,
         context.signal,
+        { reportSpend: true },
       );
     },
   };

@@ -16,11 +16,14 @@ import {
   textDeltaSignal,
 } from '../../workflows/definitions';
 import { TemporalSubagentService } from '../client/service';
+import { budgetOf } from '../client/validate';
+import { narrowBudget } from '../seam/budget';
 import { defaultTaskQueue } from '../seam/constants';
 import { defaultPayloadLimit, payloadStoreOf, sweepPayloads } from '../temporal/payload-store';
 import type { SubagentDelegate } from '../seam/delegation';
 import { SubagentDepthError, SubagentError } from '../seam/errors';
-import type { SubagentHostedProvider } from '../seam/provider';
+import type { SubagentHostedProvider, SubagentModelPrices } from '../seam/provider';
+import { modelPricesFromEnv } from '../temporal/config';
 import { SubagentTracing, TRACING_WORKFLOW_MODULE, tracingWorkerOptions } from '../temporal/tracing';
 
 export interface SubagentWorkerOptions {
@@ -41,6 +44,11 @@ export interface SubagentWorkerOptions {
    * event and a workflow task. Default 250 ms and 1 s.
    */
   textBatches?: { firstMs: number; maxMs: number };
+  /**
+   * USD per million tokens by model name, which prices each model call for budgets and the spend
+   * a run reports. Default: `SUBAGENT_MODEL_PRICES` (the same table as JSON), else none (cost 0).
+   */
+  modelPrices?: SubagentModelPrices;
   maxPayloadBytes?: number;
   /** Runs whose context the worker keeps in memory. Default 256. */
   contextCacheSize?: number;
@@ -151,6 +159,7 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
     cache,
     heartbeatIntervalMs: options.heartbeatIntervalMs,
     ...(options.textBatches ? { textBatches: options.textBatches } : {}),
+    modelPrices: options.modelPrices ?? modelPricesFromEnv(),
     cancelGraceMs: options.cancelGraceMs,
     maxPayloadBytes: options.maxPayloadBytes ?? defaultPayloadLimit(options.dataConverter),
   });
@@ -269,7 +278,8 @@ function payloadSweeper(client: Client, options: SubagentWorkerOptions): { start
 /**
  * Nested runs through `service`, the running child as their parent: its depth, its cwd, a link to
  * its run, cancelled with its turn. A nested request without `maxDepth` keeps the parent's cap,
- * so a cap set at the top holds for every descendant, in whatever process they run.
+ * so a cap set at the top holds for every descendant, in whatever process they run; its budget is
+ * what remains of the parent's, narrowed by its own.
  */
 function delegateThrough(service: TemporalSubagentService): SubagentDelegate {
   return (provider, request, parent) => {
@@ -280,13 +290,16 @@ function delegateThrough(service: TemporalSubagentService): SubagentDelegate {
     if (request.maxDepth === undefined && cap !== undefined && !capable && depth > cap) {
       throw new SubagentDepthError(depth, cap);
     }
+    const budget = narrowBudget(parent.budget, request.budget === undefined ? undefined : budgetOf(request.budget));
     return service.start(provider, {
       ...request,
       ...(cap !== undefined && (capable || request.maxDepth !== undefined) ? { maxDepth: cap } : {}),
+      ...(budget === undefined ? {} : { budget }),
       signal: request.signal ?? parent.signal,
       parent: {
         id: parent.runId,
         runId: parent.runId,
+        rootRunId: parent.rootRunId ?? parent.runId,
         options: { subagentDepth: parent.depth, ...(parent.model === undefined ? {} : { model: parent.model }) },
         session: { header: { id: parent.runId, ...(parent.cwd === undefined ? {} : { cwd: parent.cwd }) } },
       },

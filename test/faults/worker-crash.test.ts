@@ -191,7 +191,7 @@ it('yields structured exactly once when the worker is SIGKILLed right after the 
   await run.dispose();
 }, 90_000);
 
-it('repeats no completed model call when the worker is SIGKILLed between two model calls', async () => {
+it('repeats no completed model call when the worker is SIGKILLed between two model calls, and charges the cut-off call once', async () => {
   const fake = await startFakeOpenAI();
   try {
     const { name, service, spawnWorker } = spawnCrashSetup(fake, 'crash-spawn');
@@ -222,6 +222,9 @@ it('repeats no completed model call when the worker is SIGKILLed between two mod
       e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType!.name] : [],
     );
     expect(scheduled).toEqual(['subagentModelCall', 'list_directory', 'subagentModelCall']);
+    // The call the kill cut off is charged once, by the attempt that answered: two calls of 15 tokens.
+    const { spend } = await temporal.client.workflow.getHandle(run.id).query(statusQuery);
+    expect(spend).toEqual({ turns: 1, modelCalls: 2, tokens: 30, costUsd: 0 });
     await run.dispose();
   } finally {
     await fake.close();

@@ -168,6 +168,32 @@ it('shows a held tool call in show and logs, lets approve answer it, and exits 1
   );
 });
 
+it('shows a run with every run below it and what each spent (show --tree)', async () => {
+  const delegating = JSON.stringify({
+    script: [
+      { delegate: { provider: scripted.name, prompt: 'nested', script: [{ reply: 'leaf' }] }, reply: 'got {child}' },
+    ],
+  });
+  const id = json(await cli(['start', scripted.name, 'top', '--agent-options', delegating, '--json'])).id as string;
+  await eventually(
+    async () => (json(await cli(['show', id, '--json'])).status === 'parked' ? true : undefined),
+    20_000,
+  );
+  const tree = await cli(['show', id, '--tree', '--json']);
+  expect(tree.code).toBe(0);
+  const nodes = json(tree) as unknown as Record<string, any>[];
+  expect(nodes.map((node) => [node.treeDepth, node.depth])).toEqual([
+    [0, 1],
+    [1, 2],
+  ]);
+  expect(nodes[0]!.spend).toEqual({ turns: 2, modelCalls: 0, tokens: 0, costUsd: 0 });
+  const human = (await cli(['show', id, '--tree'])).stdout.trim().split('\n');
+  expect(human).toEqual([
+    expect.stringMatching(new RegExp(`^${id}  parked \\(completed\\)  0 tokens, 0 model calls, 2 turns, \\$0\\.0000$`)),
+    expect.stringMatching(/^ {2}subagent-.* {2}closed \(completed\) {2}0 tokens, 0 model calls, 1 turns, \$0\.0000$/),
+  ]);
+});
+
 it('exports an audit trail that verifies, and detects an edited, a removed and a reordered record', async () => {
   const started = json(await cli(['start', scripted.name, 'audited task', '--wait', '--json']));
   const dir = mkdtempSync(join(tmpdir(), 'subagent-audit-'));

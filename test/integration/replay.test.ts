@@ -25,7 +25,7 @@ describe('replay', () => {
 
   const files = readdirSync(HISTORIES).filter((file) => file.startsWith('subagent-run-') && file.endsWith('.json'));
 
-  it('has recorded histories of each shipped workflow version: v1, v2 with its patched paths, v3 to v9, and the overwritten ones', () => {
+  it('has recorded histories of each shipped workflow version: v1, v2 with its patched paths, v3 to v10, and the overwritten ones', () => {
     expect(files).toEqual(
       expect.arrayContaining([
         ...['start', 'resumed', 'structured', 'agent-loop'].map((label) => `subagent-run-v1-${label}.json`),
@@ -41,6 +41,7 @@ describe('replay', () => {
         'subagent-run-v7-resumed.json',
         ...['start', 'agent-loop'].map((label) => `subagent-run-v8-${label}.json`),
         ...['approvals', 'turn-approval'].map((label) => `subagent-run-v9-${label}.json`),
+        'subagent-run-v10-budget.json',
         ...['start', 'resumed'].map((label) => `subagent-run-v1-${label}.ec5e0de.json`),
         ...['start', 'resumed', 'structured'].map((label) => `subagent-run-v1-${label}.d523cac.json`),
         ...['start', 'resumed', 'structured', 'agent-loop'].map((label) => `subagent-run-v1-${label}.ad44515.json`),

@@ -64,6 +64,9 @@ it('starts runs without search attributes where the namespace lacks them, and wi
     'SubagentDepth',
     'SubagentStatus',
     'SubagentStopReason',
+    'SubagentRootRunId',
+    'SubagentTokens',
+    'SubagentCostUsd',
   ]);
   expect(await ensureSearchAttributes(temporal.connection, namespace)).toEqual([]);
   const indexed = new TemporalSubagentService({

@@ -1,0 +1,170 @@
+// Budgets and rate limits down the delegation tree: a nested run inherits what remains of its
+// parent's budget, every run reports what it and its descendants spent, a cancelled call is
+// charged what it used, and an endpoint's rate limit is waited out without spending attempts.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { SubagentRunEvent } from '../../src';
+import { type FakeOpenAI, startFakeOpenAI, textReply, toolCallReply } from '../../src/testing';
+import { builtinFileTools, createDelegationTool, createSpawnProvider } from '../../src/worker';
+import { type SubagentRunOutcome, type SubagentRunStatus, statusQuery } from '../../workflows/definitions';
+import { type TestTemporal, connectTestTemporal, newService, startWorker, text, uniqueName } from '../helpers/temporal';
+
+const cwd = mkdtempSync(join(tmpdir(), 'subagent-budgets-'));
+writeFileSync(join(cwd, 'notes.txt'), 'notes\n');
+const parent = { id: 'parent', session: { header: { id: 's', cwd } } };
+
+let fake: FakeOpenAI;
+let temporal: TestTemporal;
+let service: ReturnType<typeof newService>;
+let stopWorker: () => Promise<void>;
+/** An LLM child with the file tools that delegates to its own kind. */
+let tree: ReturnType<typeof createSpawnProvider>;
+
+beforeAll(async () => {
+  fake = await startFakeOpenAI();
+  const name = uniqueName('tree');
+  tree = createSpawnProvider({
+    name,
+    tools: [...builtinFileTools(), createDelegationTool({ provider: name })],
+    endpoint: { baseURL: fake.baseURL, model: 'fake-model' },
+  });
+  temporal = await connectTestTemporal();
+  stopWorker = await startWorker(temporal, [tree], {
+    modelPrices: { 'fake-model': { inputPerMillionTokens: 1000, outputPerMillionTokens: 2000 } },
+  });
+  service = newService(temporal);
+  service.registerProvider(tree);
+});
+afterAll(async () => {
+  await stopWorker?.();
+  await temporal?.close();
+  await fake?.close();
+});
+
+const status = (runId: string) =>
+  temporal.client.workflow.getHandle(runId).query(statusQuery) as Promise<SubagentRunStatus>;
+const closed = (runId: string) => temporal.client.workflow.getHandle(runId).result() as Promise<SubagentRunOutcome>;
+const usage = (prompt: number, completion: number) => ({ prompt, completion });
+
+it('refuses a budget that cannot work with INVALID_REQUEST, before any run exists', () => {
+  for (const budget of [{ maxTokens: -1 }, { maxTurns: 1.5 }, { deadline: 'tomorrow' }, { maxSpend: 3 }]) {
+    expect(() => service.start(tree.name, { prompt: text('x'), parent, budget: budget as never })).toThrow(
+      expect.objectContaining({ code: 'INVALID_REQUEST' }),
+    );
+  }
+});
+
+it('hands a nested run what remains of the budget: the grandchild hits maxTokens, and each run above sees what it spent', async () => {
+  const delegateTo = (prompt: string) =>
+    toolCallReply([{ name: 'subagent', arguments: { description: 'go down', prompt } }], { usage: usage(8, 2) });
+  fake.enqueue(
+    delegateTo('middle'),
+    delegateTo('leaf'),
+    // The grandchild's one call spends more than was left to it.
+    toolCallReply([{ name: 'list_directory', arguments: {} }], { usage: usage(80, 5) }),
+  );
+  const root = service.start(tree.name, { prompt: text('go'), parent, budget: { maxTokens: 100 } });
+  expect(await root.result).toMatchObject({
+    stopReason: 'max-tokens',
+    diagnostic: 'budget: maxTokens 100 is spent (105 used)',
+  });
+  // No model call was made past the budget: one per run.
+  expect(fake.requests).toHaveLength(3);
+
+  const [childId] = (await status(root.id)).children;
+  const [leafId] = (await status(childId!)).children;
+  const seen: SubagentRunEvent[] = [];
+  for await (const event of root.events!({ nested: true, follow: false })) seen.push(event);
+  expect(seen.filter((event) => event.type === 'settled').map((event) => event.depth)).toEqual(
+    expect.arrayContaining([1, 2, 3]),
+  );
+  await root.dispose();
+  const [rootOutcome, childOutcome, leafOutcome] = await Promise.all(
+    [root.id, childId!, leafId!].map((runId) => closed(runId)),
+  );
+  // Each run's limit was what remained above it when it started: 100 − 10, then 90 − 10.
+  expect(leafOutcome!.result).toMatchObject({
+    stopReason: 'max-tokens',
+    diagnostic: 'budget: maxTokens 80 is spent (85 used)',
+  });
+  expect(childOutcome!.result).toMatchObject({
+    stopReason: 'max-tokens',
+    diagnostic: 'budget: maxTokens 90 is spent (95 used)',
+  });
+  expect(leafOutcome!.spend).toEqual({ turns: 1, modelCalls: 1, tokens: 85, costUsd: 0.09 });
+  expect(childOutcome!.spend).toMatchObject({ turns: 2, modelCalls: 2, tokens: 95 });
+  expect(rootOutcome!.spend).toMatchObject({ turns: 3, modelCalls: 3, tokens: 105 });
+  expect(rootOutcome!.spend!.costUsd).toBeCloseTo(0.114, 9);
+  // The parent sees the remainder: none.
+  expect((await status(root.id)).budgetLeft).toEqual({ maxTokens: 0 });
+  // What each run spent is in its search attributes, with the tree's root.
+  const { searchAttributes } = await temporal.client.workflow.getHandle(leafId!).describe();
+  expect(searchAttributes).toMatchObject({ SubagentRootRunId: [root.id], SubagentTokens: [85] });
+}, 60_000);
+
+it('charges a call cancelled mid-stream with what it had used by then', async () => {
+  fake.enqueue(textReply(Array.from({ length: 200 }, (_, i) => `word${i}`).join(' '), { tokenDelayMs: 50 }));
+  const run = service.start(tree.name, { prompt: text('talk at length'), parent, budget: { maxTokens: 10_000 } });
+  for await (const event of run.events!()) if (event.type === 'text-delta') break;
+  run.cancel('enough');
+  expect((await run.result).stopReason).toBe('aborted');
+  const outcome = await closed(run.id);
+  // The endpoint never reported usage: the call's tokens are estimated from what it sent and received.
+  expect(outcome.usage!.promptTokens).toBeGreaterThan(0);
+  expect(outcome.usage!.completionTokens).toBeGreaterThan(0);
+  expect(outcome.spend!.tokens).toBe(outcome.usage!.promptTokens + outcome.usage!.completionTokens);
+  expect(outcome.spend!.modelCalls).toBe(0);
+}, 60_000);
+
+it('ends a run at its deadline, a model call in flight included, aborted with the reason', async () => {
+  fake.enqueue(textReply('too late', { delayMs: 5_000 }));
+  const run = service.start(tree.name, { prompt: text('slowly'), parent, budget: { deadline: Date.now() + 1_000 } });
+  const result = await run.result;
+  expect(result.stopReason).toBe('aborted');
+  expect(result.diagnostic).toMatch(/^budget: the deadline .* has passed$/);
+}, 30_000);
+
+it('refuses to begin a run whose budget is already spent', async () => {
+  const run = service.start(tree.name, { prompt: text('x'), parent, budget: { maxModelCalls: 0 } });
+  expect(await run.result).toEqual({
+    output: [],
+    stopReason: 'max-tokens',
+    diagnostic: 'budget: maxModelCalls 0 is spent (0 used)',
+  });
+});
+
+it('waits out a rate-limited endpoint without spending attempts: 50 runs on two workers, the quota never exceeded', async () => {
+  const limited = await startFakeOpenAI({ quota: { requests: 10, windowMs: 1000 } });
+  try {
+    limited.setHandler(() => textReply('done'));
+    const provider = createSpawnProvider({
+      name: uniqueName('limited'),
+      tools: [],
+      endpoint: { baseURL: limited.baseURL, model: 'fake-model' },
+      // One attempt: a rate limit that cost an attempt would fail the run.
+      runSettings: { retry: { maximumAttempts: 1 } },
+    });
+    // Two workers, each on a connection of its own, as two machines of a fleet.
+    const other = await connectTestTemporal();
+    const stops = [await startWorker(temporal, [provider]), await startWorker(other, [provider])];
+    try {
+      const limitedService = newService(temporal);
+      limitedService.registerProvider(provider);
+      const runs = Array.from({ length: 50 }, (_, i) =>
+        limitedService.start(provider.name, { prompt: text(`task ${i}`), parent }),
+      );
+      const results = await Promise.all(runs.map((run) => run.result));
+      expect(results.map((result) => result.stopReason)).toEqual(Array(50).fill('completed'));
+      expect(limited.quota.served).toBe(50);
+      expect(limited.quota.maxInWindow).toBeLessThanOrEqual(10);
+      expect(limited.quota.refused).toBeGreaterThan(0);
+      await Promise.all(runs.map((run) => run.dispose()));
+    } finally {
+      await Promise.all(stops.map((stop) => stop()));
+      await other.close();
+    }
+  } finally {
+    await limited.close();
+  }
+}, 120_000);
