@@ -13,8 +13,6 @@ export function spendOf(run: SubagentRun): SubagentSpend | undefined {
   return (run as { [RUN_SPEND]?: SubagentSpend })[RUN_SPEND];
 }
 
-export const NO_SPEND: SubagentSpend = { turns: 0, modelCalls: 0, tokens: 0, costUsd: 0 };
-
 export function addSpend(a: SubagentSpend, b: SubagentSpend): SubagentSpend {
   return {
     turns: a.turns + b.turns,
