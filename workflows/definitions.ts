@@ -51,6 +51,8 @@ export interface SubagentRunInput {
   steeringWithinTurn?: boolean;
   /** Whether a settled segment parks for `resume`; if not, the run closes when it settles. */
   resumable: boolean;
+  /** Agent-loop providers with a rate-limited endpoint: the queue their model calls go to. */
+  modelTaskQueue?: string;
   /** The caller cancelled before the run began: settle `aborted` without calling the provider. */
   abortedAtStart?: boolean;
   /** The caller disposed the run before it began: settle `error` without calling the provider. */

@@ -129,7 +129,14 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     },
   };
   const approvals = new Approvals(state.runId, settings.approvalTimeoutMs, indexed);
-  const runTurn = turnRunner(input.driver, state, activityOptions, settings.maxStepsPerTurn, approvals);
+  const runTurn = turnRunner(
+    input.driver,
+    state,
+    activityOptions,
+    settings.maxStepsPerTurn,
+    approvals,
+    input.modelTaskQueue,
+  );
 
   setHandler(sendMessageSignal, ({ content, id }) => {
     // A sender retries a signal whose response it lost: the same id is the same message.

@@ -83,8 +83,13 @@ export function turnRunner(
   options: ActivityOptions,
   maxStepsPerTurn: number,
   approvals: Approvals,
+  /** Where model calls go when their endpoint is rate-limited fleet-wide (else the run's queue). */
+  modelTaskQueue?: string,
 ): TurnRunner {
   const activities = proxyActivities<Activities>(options);
+  const modelCalls = modelTaskQueue
+    ? proxyActivities<Activities>({ ...options, taskQueue: modelTaskQueue })
+    : activities;
   const tools = proxyActivities<ToolActivities>(options);
   const { subagentConversation } = proxySinks<SubagentSinks>();
   /** Appends user messages to the conversation, and tells this worker's activities where they stand. */
@@ -176,7 +181,7 @@ export function turnRunner(
       if (stop) return stop;
       let result: ModelCallResult;
       try {
-        result = await activities.subagentModelCall({
+        result = await modelCalls.subagentModelCall({
           provider: state.provider,
           segment: state.segment,
           turn,

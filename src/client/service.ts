@@ -17,7 +17,7 @@ import {
   STATUS_ATTRIBUTE,
 } from '../../workflows/search-attributes';
 import type { subagentRunWorkflow } from '../../workflows/subagent-run';
-import { RUN_ID_PREFIX, defaultTaskQueue } from '../seam/constants';
+import { RUN_ID_PREFIX, defaultTaskQueue, modelTaskQueue } from '../seam/constants';
 import { defaultPayloadLimit } from '../temporal/payload-store';
 import { SubagentError, causeChain } from '../seam/errors';
 import { canonicalJson } from '../seam/json';
@@ -111,6 +111,13 @@ export class TemporalSubagentService {
       throw new SubagentError(`a subagent provider named "${name}" is already registered`, 'DUPLICATE_PROVIDER');
     }
     const descriptor = provider as SubagentProviderDescriptor;
+    const rate = (descriptor as Partial<SubagentAgentProvider>).endpoint?.requestsPerMinute;
+    if (rate !== undefined && !(Number.isFinite(rate) && rate > 0)) {
+      throw new SubagentError(
+        `subagent provider "${name}": endpoint.requestsPerMinute must be a positive number (got ${rate})`,
+        'INVALID_CONFIG',
+      );
+    }
     const entry: RegisteredProvider = {
       descriptor,
       taskQueue: descriptor.taskQueue ?? defaultTaskQueue(name),
@@ -183,6 +190,7 @@ export class TemporalSubagentService {
       steering: descriptor.steering ?? false,
       ...(descriptor.steeringWithinTurn ? { steeringWithinTurn: true } : {}),
       resumable: descriptor.resumable ?? false,
+      ...(rateLimited(descriptor) ? { modelTaskQueue: modelTaskQueue(provider.taskQueue) } : {}),
     };
     assertModelNamed(descriptor, input.request);
     assertPayloadWithin(input, this.context.maxPayloadBytes, 'the start request');
@@ -345,6 +353,14 @@ export class TemporalSubagentService {
  * fail; refuse before the run exists. A provider whose endpoint is configured elsewhere (only on
  * its workers) is not judged here.
  */
+/** Whether the provider's model calls go to a rate-limited queue of their own. */
+function rateLimited(descriptor: SubagentProviderDescriptor): boolean {
+  return (
+    descriptor.driver === 'agent-loop' &&
+    (descriptor as Partial<SubagentAgentProvider>).endpoint?.requestsPerMinute !== undefined
+  );
+}
+
 function assertModelNamed(descriptor: SubagentProviderDescriptor, request: ResolvedSubagentRequest): void {
   const { endpoint } = descriptor as Partial<SubagentAgentProvider>;
   if (descriptor.driver !== 'agent-loop' || !(endpoint?.baseURL || endpoint?.apiKey)) return;

@@ -6,6 +6,14 @@ export function defaultTaskQueue(provider: string): string {
   return `subagents.${provider}`;
 }
 
+/**
+ * The queue an agent-loop provider's model calls go to when its endpoint has a rate limit
+ * (`endpoint.requestsPerMinute`): the server hands its tasks out at that rate to the whole fleet.
+ */
+export function modelTaskQueue(providerTaskQueue: string): string {
+  return `${providerTaskQueue}.model`;
+}
+
 /** Prefix of every run id (= workflow id), so runs are easy to find among other workflows. */
 export const RUN_ID_PREFIX = 'subagent-';
 

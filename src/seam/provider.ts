@@ -168,6 +168,12 @@ export interface SubagentModelEndpoint {
    */
   maxContextChars?: number;
   /**
+   * The endpoint's quota, shared by every worker of the fleet: model calls go to a queue of their
+   * own (`modelTaskQueue`), which the Temporal server hands out at this rate, so no worker asks
+   * past it. A 429 is still waited out as the endpoint says. Default: no limit.
+   */
+  requestsPerMinute?: number;
+  /**
    * Stream each call (server-sent events) and hand its text to the run's observers as it comes
    * (`text-delta` progress events). Default true; false for an endpoint that cannot stream.
    */

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { Client, WorkflowUpdateStage } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { type InjectedSinks, NativeConnection, Worker, WorkerOptions, bundleWorkflowCode } from '@temporalio/worker';
-import { RESERVED_ACTIVITY_NAMES, RunContextCache, createActivities } from '../../activities';
+import { MODEL_CALL_ACTIVITY, RESERVED_ACTIVITY_NAMES, RunContextCache, createActivities } from '../../activities';
 import {
   type SubagentSinks,
   pendingMessagesQuery,
@@ -18,7 +18,7 @@ import {
 import { TemporalSubagentService } from '../client/service';
 import { budgetOf } from '../client/validate';
 import { narrowBudget } from '../seam/budget';
-import { defaultTaskQueue } from '../seam/constants';
+import { defaultTaskQueue, modelTaskQueue } from '../seam/constants';
 import { defaultPayloadLimit, payloadStoreOf, sweepPayloads } from '../temporal/payload-store';
 import type { SubagentDelegate } from '../seam/delegation';
 import { SubagentDepthError, SubagentError } from '../seam/errors';
@@ -196,6 +196,31 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
       }),
     ),
   );
+
+  // A rate-limited endpoint's model calls have a queue of their own, which the server hands out
+  // at the endpoint's rate to every worker of the fleet polling it.
+  const modelWorkers = await Promise.all(
+    [...providers.values()].flatMap((provider) => {
+      const rate = provider.driver === 'agent-loop' ? provider.endpoint.requestsPerMinute : undefined;
+      if (rate === undefined) return [];
+      return [
+        Worker.create({
+          maxHeartbeatThrottleInterval: heartbeatThrottle,
+          defaultHeartbeatThrottleInterval: heartbeatThrottle,
+          ...tracing,
+          ...options.workerOptions,
+          connection: options.connection,
+          namespace,
+          taskQueue: modelTaskQueue(provider.taskQueue ?? defaultTaskQueue(provider.name)),
+          ...(options.identity === undefined ? {} : { identity: options.identity }),
+          activities: { [MODEL_CALL_ACTIVITY]: activities[MODEL_CALL_ACTIVITY] },
+          maxTaskQueueActivitiesPerSecond: rate / 60,
+          ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
+        }),
+      ];
+    }),
+  );
+  workers.push(...modelWorkers);
 
   const sweeper = payloadSweeper(client, options);
   let running: Promise<void> | undefined;

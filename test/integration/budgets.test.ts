@@ -134,18 +134,26 @@ it('refuses to begin a run whose budget is already spent', async () => {
   });
 });
 
-it('waits out a rate-limited endpoint without spending attempts: 50 runs on two workers, the quota never exceeded', async () => {
+/**
+ * 50 runs with one attempt each on two workers (each on a connection of its own, as two machines)
+ * against an endpoint that serves 10 requests a second; the provider's endpoint declares
+ * `requestsPerMinute` when `declared` is set. Resolves with the endpoint's counts.
+ */
+async function fiftyRunsAgainstAQuota(declared?: number) {
   const limited = await startFakeOpenAI({ quota: { requests: 10, windowMs: 1000 } });
   try {
     limited.setHandler(() => textReply('done'));
     const provider = createSpawnProvider({
       name: uniqueName('limited'),
       tools: [],
-      endpoint: { baseURL: limited.baseURL, model: 'fake-model' },
+      endpoint: {
+        baseURL: limited.baseURL,
+        model: 'fake-model',
+        ...(declared === undefined ? {} : { requestsPerMinute: declared }),
+      },
       // One attempt: a rate limit that cost an attempt would fail the run.
       runSettings: { retry: { maximumAttempts: 1 } },
     });
-    // Two workers, each on a connection of its own, as two machines of a fleet.
     const other = await connectTestTemporal();
     const stops = [await startWorker(temporal, [provider]), await startWorker(other, [provider])];
     try {
@@ -156,10 +164,8 @@ it('waits out a rate-limited endpoint without spending attempts: 50 runs on two 
       );
       const results = await Promise.all(runs.map((run) => run.result));
       expect(results.map((result) => result.stopReason)).toEqual(Array(50).fill('completed'));
-      expect(limited.quota.served).toBe(50);
-      expect(limited.quota.maxInWindow).toBeLessThanOrEqual(10);
-      expect(limited.quota.refused).toBeGreaterThan(0);
       await Promise.all(runs.map((run) => run.dispose()));
+      return { ...limited.quota };
     } finally {
       await Promise.all(stops.map((stop) => stop()));
       await other.close();
@@ -167,4 +173,19 @@ it('waits out a rate-limited endpoint without spending attempts: 50 runs on two 
   } finally {
     await limited.close();
   }
+}
+
+it('waits out a rate-limited endpoint without spending attempts: 50 runs on two workers, the quota never exceeded', async () => {
+  const quota = await fiftyRunsAgainstAQuota();
+  expect(quota.served).toBe(50);
+  expect(quota.maxInWindow).toBeLessThanOrEqual(10);
+  // The workers asked past the quota, were refused, and waited as the endpoint said.
+  expect(quota.refused).toBeGreaterThan(0);
+}, 120_000);
+
+it("keeps a fleet within an endpoint's declared rate: no worker asks past the quota at all", async () => {
+  // 4 a second, handed out by the server to both workers: never over 10 in one second.
+  const quota = await fiftyRunsAgainstAQuota(240);
+  expect(quota).toEqual({ served: 50, refused: 0, maxInWindow: expect.any(Number) });
+  expect(quota.maxInWindow).toBeLessThanOrEqual(10);
 }, 120_000);
