@@ -423,7 +423,8 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
       return {
         output,
         stopReason: 'aborted',
-        diagnostic: budgetStop(request.budget, treeSpend(state), Date.now(), 'turn')!.diagnostic,
+        // Asked at the deadline itself: a timer may fire a moment before the clock shows it.
+        diagnostic: budgetStop(request.budget, treeSpend(state), request.budget!.deadline!, 'turn')!.diagnostic,
       };
     }
     if (disposeRequested && !runCancelled() && patched(DISPOSE_SETTLES_ERROR_PATCH)) {

@@ -269,7 +269,7 @@ export function turnRunner(
         callId: call.id,
         arguments: call.arguments,
         ...(state.request.parent.cwd === undefined ? {} : { cwd: state.request.parent.cwd }),
-        delegation: delegationOf(state.request, state.request.budget ? treeSpend(state) : undefined),
+        delegation: delegationOf(state.request, treeSpend(state)),
       });
       // What the runs the call delegated to spent, as each last settled, is charged to this run.
       if (result.nestedSpend) Object.assign(state.childSpend, result.nestedSpend);
