@@ -28,7 +28,7 @@ import { SubagentEvents } from './events';
 import { approveRequest } from './run-approvals';
 import { runEvents } from './run-events';
 import { type ObservedOutcome, OutcomeQueryMissing, segmentOutcome } from './run-outcomes';
-import { isUnreachable, toSubagentError } from './temporal-errors';
+import { isTaskFailing, isUnreachable, toSubagentError } from './temporal-errors';
 import { assertPayloadWithin, contentBlocks } from './validate';
 
 export interface RunHandleContext {
@@ -259,7 +259,9 @@ export class RunHandle {
         const segment = this.segment ?? (await this.handle.query(statusQuery)).segment;
         // One update per segment however many callers dispose it: the server joins them by id.
         const updateId = `dispose-${segment}`;
-        const { disposed } = await this.handle.executeUpdate(disposeUpdate, { args: [{ segment }], updateId });
+        const { disposed } = await this.resendWhileHeld(() =>
+          this.handle.executeUpdate(disposeUpdate, { args: [{ segment }], updateId }),
+        );
         if (disposed) await this.handle.result();
       } catch (err) {
         if (!(err instanceof WorkflowNotFoundError)) throw toSubagentError(err, this.init.runId);
@@ -339,24 +341,12 @@ export class RunHandle {
           ...(stopAtStart === 'cancelled' ? { abortedAtStart: true } : {}),
           ...(stopAtStart === 'disposed' ? { disposedAtStart: true } : {}),
         };
-        // A resume that a fault held past the deadline is sent again, the same update, until the
-        // reconnect window has passed: the run answers it once whichever copy reaches it.
-        const giveUpAt = Date.now() + this.context.reconnectWindowMs;
-        const send = async (): Promise<void> => {
-          try {
-            await withinDeadline(this.context, () =>
-              this.handle.executeUpdate(resumeUpdate, { args: [args], updateId: `resume-${resumeId}` }),
-            );
-          } catch (err) {
-            const held = err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isUnreachable(err);
-            if (!held || Date.now() > giveUpAt) throw err;
-            // A server that refuses connections at once is not asked again at once.
-            await new Promise((resolve) => setTimeout(resolve, RESEND_PAUSE_MS));
-            await send();
-          }
-        };
         try {
-          await send();
+          await this.resendWhileHeld(() =>
+            withinDeadline(this.context, () =>
+              this.handle.executeUpdate(resumeUpdate, { args: [args], updateId: `resume-${resumeId}` }),
+            ),
+          );
           this.wake();
         } catch (err) {
           // NotFound also means closed (its window passed since this handle looked): not resumable.
@@ -372,6 +362,26 @@ export class RunHandle {
       emitEvents: true,
     });
     return next.run;
+  }
+
+  /**
+   * `send`, an update with a fixed id, sent again while something holds it (the call timed out,
+   * the server is unreachable, the run's workflow task is failing) until the reconnect window has
+   * passed: the run answers it once whichever copy reaches it. Rejects with the last failure.
+   */
+  private async resendWhileHeld<T>(send: () => Promise<T>): Promise<T> {
+    const giveUpAt = Date.now() + this.context.reconnectWindowMs;
+    for (;;) {
+      try {
+        return await send();
+      } catch (err) {
+        const held =
+          err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isUnreachable(err) || isTaskFailing(err);
+        if (!held || Date.now() > giveUpAt) throw err;
+        // A server that refuses at once is not asked again at once.
+        await new Promise((resolve) => setTimeout(resolve, RESEND_PAUSE_MS));
+      }
+    }
   }
 
   /**
@@ -420,10 +430,10 @@ async function workflowExists(handle: WorkflowHandle): Promise<boolean> {
   }
 }
 
-/** `fn`'s calls under the service's start deadline. */
-/** The pause before a resume held by a fault is sent again. */
+/** The pause before an update held by a fault is sent again. */
 const RESEND_PAUSE_MS = 200;
 
+/** `fn`'s calls under the service's start deadline. */
 export function withinDeadline<T>(context: RunHandleContext, fn: () => Promise<T>): Promise<T> {
   return context.client.connection.withDeadline(Date.now() + context.startTimeoutMs, fn);
 }

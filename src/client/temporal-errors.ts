@@ -7,6 +7,7 @@ import { SUBAGENT_ERROR_CODES, SubagentError, SubagentErrorCode, causeChain } fr
 const GRPC_DEADLINE_EXCEEDED = 4;
 const GRPC_NOT_FOUND = 5;
 const GRPC_RESOURCE_EXHAUSTED = 8;
+const GRPC_FAILED_PRECONDITION = 9;
 const GRPC_UNAVAILABLE = 14;
 
 const grpcCodes = (err: unknown) => causeChain(err).map((e) => (e as { code?: unknown }).code);
@@ -19,6 +20,19 @@ export function isUnreachable(err: unknown): boolean {
   return (
     grpcCodes(err).some((code) => code === GRPC_UNAVAILABLE || code === GRPC_DEADLINE_EXCEEDED) ||
     causeChain(err).some((e) => /^transport error/.test(e.message))
+  );
+}
+
+/**
+ * The server refused an update because the run's workflow task is failing (its worker cannot
+ * process the run right now, a bad deploy or a codec setting, say): it takes updates again once a
+ * worker completes the task, so a caller may wait for that. The server gives this refusal no type
+ * of its own (FAILED_PRECONDITION, WorkflowNotReady), so its message is what tells it apart.
+ */
+export function isTaskFailing(err: unknown): boolean {
+  return causeChain(err).some(
+    (e) =>
+      (e as { code?: unknown }).code === GRPC_FAILED_PRECONDITION && /Workflow Task in failed state/i.test(e.message),
   );
 }
 
@@ -47,6 +61,13 @@ export function toSubagentError(err: unknown, runId: string): SubagentError {
   // A blob the history refers to is gone: no retry will bring it back.
   const missing = causeChain(err).find((e) => e instanceof ApplicationFailure && e.type === 'PAYLOAD_MISSING');
   if (missing) return new SubagentError(missing.message, 'PAYLOAD_MISSING', { cause: err });
+  if (isTaskFailing(err)) {
+    return new SubagentError(
+      `run ${runId} takes no calls while its workflow task is failing (its history's last WorkflowTaskFailed event says why); it takes them again once a worker completes the task`,
+      'UNAVAILABLE',
+      { cause: err },
+    );
+  }
   const limit = limitIn(err);
   if (limit) {
     return new SubagentError(

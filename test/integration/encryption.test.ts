@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import type { DataConverter, Payload } from '@temporalio/common';
 import { decodeOptionalFailureToOptionalError } from '@temporalio/common/lib/internal-non-workflow';
 import { AesGcmPayloadCodec, type EncryptionKey } from '../../src';
+import { isTaskFailing } from '../../src/client/temporal-errors';
 import { ENCRYPTED_FAILURE_CONVERTER_PATH } from '../../src/temporal/failure-converter';
 import { EventType, type HistoryEvent } from '../../src/temporal/run-history';
 import { createScriptedProvider } from '../../src/testing';
@@ -17,6 +18,7 @@ import {
   text,
   uniqueName,
 } from '../helpers/temporal';
+import { wakeUpdate } from '../../workflows/definitions';
 
 const keyA: EncryptionKey = { id: 'key-a', key: randomBytes(32) };
 const keyB: EncryptionKey = { id: 'key-b', key: randomBytes(32) };
@@ -27,20 +29,28 @@ const converter = (keys: EncryptionKey[], currentKeyId: string, allowPlaintext =
   failureConverterPath: ENCRYPTED_FAILURE_CONVERTER_PATH,
 });
 
-/** A client, a worker and a service that all use `dataConverter`; `stop()` ends the worker and the connection. */
-async function deployment(dataConverter: DataConverter) {
+/**
+ * A client, a worker and a service that all use `dataConverter`; `stop()` ends the worker and the
+ * connection. With `{ worker: false }` the worker starts only at `startWorker()`.
+ */
+async function deployment(dataConverter: DataConverter, { worker = true } = {}) {
   const temporal = await connectTestTemporal('default', { dataConverter });
-  const stopWorker = await startWorker(temporal, [scripted], { dataConverter });
+  let stopWorker: (() => Promise<void>) | undefined;
   const service = newService(temporal);
   service.registerProvider(scripted);
-  return {
+  const deployed = {
     temporal,
     service,
+    startWorker: async () => {
+      stopWorker = await startWorker(temporal, [scripted], { dataConverter });
+    },
     stop: async () => {
-      await stopWorker();
+      await stopWorker?.();
       await temporal.close();
     },
   };
+  if (worker) await deployed.startWorker();
+  return deployed;
 }
 
 /** The run's raw history, read with no codec at all: what the server holds. */
@@ -137,14 +147,22 @@ it('refuses a payload injected unencrypted, and takes it only with the migration
     failure.workflowTaskFailedEventAttributes?.failure,
   );
   expect(reason?.message).toContain('refused a payload that is not encrypted');
-  await sealed.stop();
 
   // The migration setting lets it through: the run goes on, and takes the message at its resume.
-  const migrating = await deployment(converter([keyA], 'key-a', true));
+  // The resume is sent while the old worker still fails the run's task, which makes the server
+  // refuse updates; the client sends it again until the new worker is up and the run takes it.
+  const migrating = await deployment(converter([keyA], 'key-a', true), { worker: false });
   try {
+    const failing = await migrating.temporal.client.workflow
+      .getHandle(run.id)
+      .executeUpdate(wakeUpdate)
+      .catch((err: unknown) => err);
+    expect(isTaskFailing(failing)).toBe(true);
     const parked = migrating.service.attach(run.id);
     await parked.result;
     const resumed = parked.resume!(text('and this'));
+    await sealed.stop();
+    await migrating.startWorker();
     expect(await resumed.result).toEqual({ output: text('resumed: injected | and this'), stopReason: 'completed' });
     await resumed.dispose();
   } finally {

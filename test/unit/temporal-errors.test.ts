@@ -1,7 +1,7 @@
 // What the Temporal client throws, as the seam's typed errors: a server limit is its own code,
 // never an outage, and never retried as one.
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { isUnreachable, toSubagentError } from '../../src/client/temporal-errors';
+import { isTaskFailing, isUnreachable, toSubagentError } from '../../src/client/temporal-errors';
 
 /** A gRPC error as the client surfaces it: a status code, maybe wrapped. */
 const grpcError = (code: number, message: string) => Object.assign(new Error(message), { code });
@@ -33,4 +33,17 @@ it('reads a connection that broke under a call in flight as an unreachable serve
   expect(isUnreachable(broken)).toBe(true);
   expect(isUnreachable(new Error('Temporal call failed', { cause: broken }))).toBe(true);
   expect(isUnreachable(grpcError(13, 'an internal error'))).toBe(false);
+});
+
+it('tells a run whose workflow task is failing from other refused preconditions, and says what it waits for', () => {
+  const failing = new Error('Workflow Update failed', {
+    cause: grpcError(9, 'Unable to perform workflow execution update due to Workflow Task in failed state.'),
+  });
+  expect(isTaskFailing(failing)).toBe(true);
+  expect(isUnreachable(failing)).toBe(false);
+  expect(isTaskFailing(grpcError(9, 'some other precondition'))).toBe(false);
+  expect(toSubagentError(failing, 'subagent-x:1')).toMatchObject({
+    code: 'UNAVAILABLE',
+    message: expect.stringContaining('workflow task is failing'),
+  });
 });
