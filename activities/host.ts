@@ -18,6 +18,7 @@ import { CachedRunContext, RunContextCache } from './run-context-cache';
 import {
   FINAL_FAILURE_TYPES,
   type RequestApprovalArgs,
+  type ReserveTokensArgs,
   type RunContextSnapshot,
   type TextDeltaArgs,
   type TurnActivityInput,
@@ -39,6 +40,14 @@ export interface ActivityDependencies {
   requestApproval?(runId: string, args: RequestApprovalArgs, signal: AbortSignal): Promise<SubagentApprovalDecision>;
   /** Records a batch of streamed text in the run's history (a signal to its workflow). */
   publishText?(runId: string, delta: TextDeltaArgs): Promise<void>;
+  /**
+   * Reserves one model call's estimated tokens from its provider's token limiter (an update to the
+   * limiter workflow, which it starts if none runs) and resolves with when the call may be sent
+   * (epoch ms). Rejects with an `OVER_TOKEN_BURST` failure for a call no wait lets through.
+   */
+  reserveTokens?(provider: string, args: ReserveTokensArgs): Promise<{ startAt: number }>;
+  /** Charges what a call used beyond its reservation to its provider's token limiter (a signal). */
+  chargeTokens?(provider: string, args: ReserveTokensArgs): Promise<void>;
   /** Prices each model call (`costUsd`); a model it lacks costs 0. */
   modelPrices?: SubagentModelPrices;
   /** When a streaming turn or model call hands its text on (default `TEXT_BATCHES`). */

@@ -1,7 +1,8 @@
 // `subagentModelCall`: one model call of an agent-loop child against any OpenAI-compatible
 // chat-completions endpoint, through the official `openai` client. The activity's cancellation
-// signal goes into the HTTP request; transient endpoint failures are retried by Temporal
-// (honouring Retry-After), others end the turn with `error` and a diagnostic. Structured-output
+// signal goes into the HTTP request; a rate limit (429) is waited out here, other transient
+// endpoint failures are retried by Temporal, others end the turn with `error` and a diagnostic.
+// An endpoint with a token quota is asked only once its limiter lets the call go. Structured-output
 // calls are validated right here.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Context } from '@temporalio/activity';
@@ -11,6 +12,7 @@ import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { type ContentBlock, textOf } from '../src/seam/content';
 import { requestedModel } from '../src/seam/delegation';
+import { causeChain } from '../src/seam/errors';
 import type { SubagentAgentProvider, SubagentModelPrices } from '../src/seam/provider';
 import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
 import type { SubagentStopReason, SubagentUsage } from '../src/seam/result';
@@ -68,9 +70,14 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
         try {
           // An endpoint at its rate limit is waited for here, as long as it asks, without spending
           // one of the call's attempts; the wait is in the heartbeat, where `subagents show` reads it.
+          const tokens = tokenAdmission(host, provider, setDetails, signal);
           for (;;) {
             try {
-              outcome = await callModel(clientFor(provider), provider, context.request, conversation, signal, onText);
+              outcome = await callModel(clientFor(provider), provider, context.request, conversation, signal, {
+                onText,
+                ...(tokens ? { admit: tokens.admit } : {}),
+              });
+              await tokens?.charge(outcome.usage);
               break;
             } catch (err) {
               const waitMs = rateLimitWait(err);
@@ -121,6 +128,70 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
       { cancelDetails },
     );
   };
+}
+
+/** What a call reserves for its answer when the endpoint sets no `maxTokens`. */
+const DEFAULT_COMPLETION_ALLOWANCE = 1024;
+/** The longest pause between two attempts to reach the token limiter. */
+const MAX_LIMITER_BACKOFF_MS = 2000;
+
+/**
+ * One call's place in its endpoint's token quota (`endpoint.tokensPerMinute`), or undefined for an
+ * endpoint without one. `admit` reserves the request's estimate from the provider's limiter and
+ * waits until the call may leave (the wait in the heartbeat details, where `subagents show` reads
+ * it), asking again while the limiter is out of reach; it resolves with why the call may never
+ * leave, if so. `charge` sends what the answer reported beyond the estimate.
+ */
+function tokenAdmission(
+  host: ActivityHost,
+  provider: SubagentAgentProvider,
+  setDetails: (details: unknown) => void,
+  signal: AbortSignal,
+): (Pick<Required<ModelCallHooks>, 'admit'> & { charge(usage: SubagentUsage | undefined): Promise<void> }) | undefined {
+  const { tokensPerMinute, tokenBurst } = provider.endpoint;
+  const { reserveTokens, chargeTokens } = host.deps;
+  if (tokensPerMinute === undefined || !reserveTokens) return undefined;
+  const quota = { tokensPerMinute, burst: tokenBurst ?? tokensPerMinute };
+  let reserved = 0;
+  return {
+    async admit(body) {
+      const tokens = estimatedTokens(body);
+      let startAt: number;
+      for (let backoff = 100; ; backoff = Math.min(backoff * 2, MAX_LIMITER_BACKOFF_MS)) {
+        try {
+          ({ startAt } = await reserveTokens(provider.name, { ...quota, tokens }));
+          break;
+        } catch (err) {
+          const refusal = causeChain(err).find((e) => e instanceof ApplicationFailure && e.nonRetryable);
+          if (refusal) return refusal.message;
+          // The limiter busy (its updates in flight), continuing as new, or the server away: ask again.
+          await sleep(backoff, undefined, { signal });
+        }
+      }
+      reserved = tokens;
+      if (startAt > Date.now()) {
+        setDetails({ rateLimitedUntil: startAt });
+        await sleep(startAt - Date.now(), undefined, { signal });
+        setDetails(undefined);
+      }
+      return undefined;
+    },
+    async charge(usage) {
+      const over = usage ? usage.promptTokens + usage.completionTokens - reserved : 0;
+      if (over <= 0 || !chargeTokens) return;
+      // Best effort: a lost charge only lets the next calls leave a little early.
+      await chargeTokens(provider.name, { ...quota, tokens: over }).catch(() => undefined);
+    },
+  };
+}
+
+/**
+ * A request's tokens before it is sent, on the high side as a limiter needs: its messages and tools
+ * as JSON at four characters a token, plus the most the answer may take.
+ */
+function estimatedTokens(body: ChatRequestBody): number {
+  const chars = JSON.stringify(body.messages).length + (body.tools ? JSON.stringify(body.tools).length : 0);
+  return Math.ceil(chars / 4) + (body.max_tokens ?? DEFAULT_COMPLETION_ALLOWANCE);
 }
 
 type ModelPrice = SubagentModelPrices[string];
@@ -203,6 +274,21 @@ export function allowedToolNames(provider: SubagentAgentProvider, request: Resol
   );
 }
 
+/** The chat-completions request one call sends. */
+export interface ChatRequestBody {
+  model: string;
+  messages: ChatCompletionMessageParam[];
+  tools?: ChatCompletionTool[];
+  max_tokens?: number;
+}
+
+export interface ModelCallHooks {
+  /** Streams the call (server-sent events), handing each piece of text to it as it comes. */
+  onText?(delta: string): void;
+  /** Waits until the request may be sent; resolves with why it never may (the call ends `error`). */
+  admit?(body: ChatRequestBody): Promise<string | undefined>;
+}
+
 /**
  * Calls the model once with the whole conversation. Resolves with the assistant message, its
  * stop reason and tool calls (answered here when they are `structured_output`, denied or
@@ -215,8 +301,7 @@ export async function callModel(
   request: ResolvedSubagentRequest,
   conversation: readonly TranscriptEntry[],
   signal: AbortSignal,
-  /** Streams the call (server-sent events), handing each piece of text to it as it comes. */
-  onText?: (delta: string) => void,
+  { onText, admit }: ModelCallHooks = {},
 ): Promise<ModelCallOutcome> {
   const model = requestedModel(request) ?? provider.endpoint.model;
   if (!model) {
@@ -230,7 +315,7 @@ export async function callModel(
   const system = structured ? structured.systemPrompt(provider.systemPrompt) : provider.systemPrompt;
 
   let completion: OpenAI.Chat.Completions.ChatCompletion;
-  const body = {
+  const body: ChatRequestBody = {
     model,
     messages: toChatMessages(system, withinContext(conversation, provider.endpoint.maxContextChars)),
     ...(offered.length > 0 ? { tools: offered } : {}),
@@ -241,6 +326,8 @@ export async function callModel(
     maxRetries: 0,
     ...(provider.endpoint.timeoutMs ? { timeout: provider.endpoint.timeoutMs } : {}),
   };
+  const refusal = await admit?.(body);
+  if (refusal) return failed(refusal);
   try {
     if (onText) {
       const stream = client.chat.completions.stream({ ...body, stream_options: { include_usage: true } }, options);

@@ -163,6 +163,20 @@ export interface RequestApprovalArgs {
   kind?: string;
 }
 
+/**
+ * An endpoint's token quota as a reserving worker declares it: `tokensPerMinute` refill a bucket of
+ * `burst` tokens (the token limiter's `reserveTokensUpdate` and `chargeTokensSignal`).
+ */
+export interface TokenQuota {
+  tokensPerMinute: number;
+  burst: number;
+}
+
+/** One model call's estimated tokens, reserved from its endpoint's bucket before it is sent. */
+export interface ReserveTokensArgs extends TokenQuota {
+  tokens: number;
+}
+
 /** What `runContextQuery` returns: the run's request and its whole conversation. */
 export interface RunContextSnapshot {
   request: ResolvedSubagentRequest;

@@ -14,6 +14,8 @@
 // turn-approval`) tool calls held for approval: two agent-loop calls, one approved and one denied,
 // and a turn-based provider's request, approved; v10 (`v10 budget`) a run with a budget: a
 // deadline's timer, cancelled when the segment settles, and the model-call limit ending the turn.
+// The token limiter's workflow has versions of its own: v1 (`v1 limiter-continued limiter-ended`,
+// files `token-limiter-v1-*.json`) reservations that wait, a charge, a continue-as-new, and the end.
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -31,7 +33,7 @@ import {
   toolCallReply,
 } from '../src/testing';
 import { bundleSubagentWorkflows, connectTemporal, createSpawnProvider, createSubagentWorker } from '../src/worker';
-import { statusQuery } from '../workflows/definitions';
+import { statusQuery, tokenLimiterId } from '../workflows/definitions';
 
 const [VERSION, ...ONLY] = process.argv.slice(2);
 if (!VERSION) {
@@ -60,11 +62,21 @@ async function main(): Promise<void> {
     endpoint: { baseURL: fake.baseURL, model: 'fake-model' },
     tools: [...builtinFileTools(), removeFile],
   });
-  const worker = await createSubagentWorker({ connection: temporal.connection, providers: [provider, oneShot, spawn] });
+  // 500 tokens a second from a bucket of 600; each call is estimated at about 130.
+  const limited = createSpawnProvider({
+    name: 'limited',
+    endpoint: { baseURL: fake.baseURL, model: 'fake-model', maxTokens: 50, tokensPerMinute: 30_000, tokenBurst: 600 },
+    tools: [],
+  });
+  const worker = await createSubagentWorker({
+    connection: temporal.connection,
+    providers: [provider, oneShot, spawn, limited],
+  });
   const service = new TemporalSubagentService({ client: temporal.client });
   service.registerProvider(provider);
   service.registerProvider(oneShot);
   service.registerProvider(spawn);
+  service.registerProvider(limited);
   await worker.runUntil(async () => {
     // A run touching every handler: steering, a failing-then-retried turn, resume, dispose.
     const run = service.start('scripted', {
@@ -185,6 +197,21 @@ async function main(): Promise<void> {
     await budgeted.result;
     await budgeted.dispose();
 
+    // An endpoint's token limiter: calls that wait for the bucket, one whose usage is over its
+    // estimate (charged the rest), a continue-as-new, and the end once the bucket is full again.
+    const limitedCalls = 60;
+    fake.enqueue(
+      textReply('over the estimate', { usage: { prompt: 2000, completion: 10 } }),
+      ...Array.from({ length: limitedCalls - 1 }, () => textReply('done')),
+    );
+    const limitedRuns = Array.from({ length: limitedCalls }, (_, i) =>
+      service.start('limited', { prompt: text(`call ${i}`), parent: { id: 'recorder' } }),
+    );
+    await Promise.all(limitedRuns.map((run) => run.result));
+    await Promise.all(limitedRuns.map((run) => run.dispose()));
+    const limiter = tokenLimiterId('limited');
+    const limiterRuns = await untilClosed(limiter);
+
     // One agent-loop turn long enough to continue as new between two of its model calls.
     const steps = 30;
     fake.enqueue(
@@ -207,7 +234,7 @@ async function main(): Promise<void> {
 
     const handle = temporal.client.workflow.getHandle(run.id);
     const firstRunId = (await handle.describe()).raw.workflowExecutionInfo?.firstRunId ?? undefined;
-    const recordings = [
+    const recordings: (readonly [string, string, string | undefined, string?])[] = [
       ['start', run.id, firstRunId],
       ['resumed', run.id, undefined],
       ['structured', structured.id, undefined],
@@ -220,11 +247,17 @@ async function main(): Promise<void> {
       ['approvals', held.id, undefined],
       ['turn-approval', asking.id, undefined],
       ['budget', budgeted.id, undefined],
-    ] as const;
+      // The token limiter's recordings are versioned on their own (`v1 limiter-continued limiter-ended`).
+      ['limiter-continued', limiter, limiterRuns[0], 'token-limiter'],
+      ['limiter-ended', limiter, limiterRuns.at(-1), 'token-limiter'],
+    ];
     // A version that changes one path records only the labels given after it.
-    for (const [label, workflowId, runId] of recordings.filter(([label]) => !ONLY.length || ONLY.includes(label))) {
+    const chosen = recordings.filter(([label, , , workflow]) =>
+      ONLY.length ? ONLY.includes(label) : workflow === undefined,
+    );
+    for (const [label, workflowId, runId, workflow = 'subagent-run'] of chosen) {
       const history = await temporal.client.workflow.getHandle(workflowId, runId).fetchHistory();
-      const name = `subagent-run-${VERSION}-${label}.json`;
+      const name = `${workflow}-${VERSION}-${label.replace(/^limiter-/, '')}.json`;
       const file = join(HISTORIES, name);
       if (existsSync(file)) throw new Error(`${file} exists: recorded histories are never rewritten`);
       const json = historyToJSON(history) + '\n';
@@ -248,6 +281,17 @@ async function main(): Promise<void> {
       if (pending.length >= count) return pending.map((request) => request.requestId);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
+  }
+
+  /** The runs of workflow `workflowId`, first to last, once its last has closed. */
+  async function untilClosed(workflowId: string): Promise<string[]> {
+    const handle = temporal.client.workflow.getHandle(workflowId);
+    await handle.result();
+    const runs: { runId: string; startTime: Date }[] = [];
+    for await (const execution of temporal.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
+      runs.push({ runId: execution.runId, startTime: execution.startTime });
+    }
+    return runs.sort((a, b) => a.startTime.getTime() - b.startTime.getTime()).map(({ runId }) => runId);
   }
 
   /** Resolves once the run's first activity is running. */

@@ -1,8 +1,15 @@
-// The run workflow's contract with everything outside it: its one input and its result, the state
-// it carries through continue-as-new, and the signals, updates and queries clients and workers
-// send it. Plain data only. The caller's side imports this module, never the workflow's code.
+// The workflows' contracts with everything outside them: the run workflow's one input and its
+// result, the state it carries through continue-as-new, and the signals, updates and queries
+// clients and workers send it; the token limiter's. Plain data only. The caller's side imports
+// this module, never the workflows' code.
 import { type Sinks, defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { RequestApprovalArgs, RunContextSnapshot, TextDeltaArgs } from '../activities/types';
+import type {
+  RequestApprovalArgs,
+  ReserveTokensArgs,
+  RunContextSnapshot,
+  TextDeltaArgs,
+  TokenQuota,
+} from '../activities/types';
 import type { ContentBlock, JsonValue } from '../src/seam/content';
 import type { ResolvedSubagentBudget, ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
 import type {
@@ -256,3 +263,32 @@ export interface SubagentSinks extends Sinks {
     userEntries(position: number, entries: TranscriptEntry[]): void;
   };
 }
+
+/** The token limiter's workflow type name (workflows/token-limiter.ts). */
+export const TOKEN_LIMITER_WORKFLOW = 'tokenLimiterWorkflow';
+
+/** The one token limiter of a provider's endpoint, which every worker of the fleet reserves from. */
+export function tokenLimiterId(provider: string): string {
+  return `subagents-token-limiter:${provider}`;
+}
+
+/** A token bucket: `level` tokens at `at` (epoch ms); below 0 it is owed to calls already scheduled. */
+export interface TokenBucketState {
+  level: number;
+  at: number;
+}
+
+export interface TokenLimiterInput {
+  /** Carried through continue-as-new; a new limiter starts full. */
+  bucket?: TokenBucketState;
+}
+
+/**
+ * Takes `tokens` from the endpoint's bucket for one model call and answers when the call may be
+ * sent (`startAt`, epoch ms: now, or once the bucket has refilled what it owes). Refused for a call
+ * larger than the bucket, which no wait would let through. The newest quota declared applies, so a
+ * fleet rolled out with a new quota moves to it.
+ */
+export const reserveTokensUpdate = defineUpdate<{ startAt: number }, [ReserveTokensArgs]>('reserveTokens');
+/** Takes what a call used beyond its reservation (its reported usage was larger than the estimate). */
+export const chargeTokensSignal = defineSignal<[TokenQuota & { tokens: number }]>('chargeTokens');

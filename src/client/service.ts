@@ -111,12 +111,15 @@ export class TemporalSubagentService {
       throw new SubagentError(`a subagent provider named "${name}" is already registered`, 'DUPLICATE_PROVIDER');
     }
     const descriptor = provider as SubagentProviderDescriptor;
-    const rate = (descriptor as Partial<SubagentAgentProvider>).endpoint?.requestsPerMinute;
-    if (rate !== undefined && !(Number.isFinite(rate) && rate > 0)) {
-      throw new SubagentError(
-        `subagent provider "${name}": endpoint.requestsPerMinute must be a positive number (got ${rate})`,
-        'INVALID_CONFIG',
-      );
+    const endpoint = (descriptor as Partial<SubagentAgentProvider>).endpoint;
+    for (const limit of ['requestsPerMinute', 'tokensPerMinute', 'tokenBurst'] as const) {
+      const value = endpoint?.[limit];
+      if (value !== undefined && !(typeof value === 'number' && Number.isFinite(value) && value > 0)) {
+        throw new SubagentError(
+          `subagent provider "${name}": endpoint.${limit} must be a positive number (got ${value})`,
+          'INVALID_CONFIG',
+        );
+      }
     }
     const entry: RegisteredProvider = {
       descriptor,
@@ -347,12 +350,6 @@ export class TemporalSubagentService {
   }
 }
 
-/**
- * An LLM provider whose endpoint this process configures (a base URL or a key) must have a model
- * to call: the request's, the parent's, or the endpoint's. Without one every model call would
- * fail; refuse before the run exists. A provider whose endpoint is configured elsewhere (only on
- * its workers) is not judged here.
- */
 /** Whether the provider's model calls go to a rate-limited queue of their own. */
 function rateLimited(descriptor: SubagentProviderDescriptor): boolean {
   return (
@@ -360,6 +357,13 @@ function rateLimited(descriptor: SubagentProviderDescriptor): boolean {
     (descriptor as Partial<SubagentAgentProvider>).endpoint?.requestsPerMinute !== undefined
   );
 }
+
+/**
+ * An LLM provider whose endpoint this process configures (a base URL or a key) must have a model
+ * to call: the request's, the parent's, or the endpoint's. Without one every model call would
+ * fail; refuse before the run exists. A provider whose endpoint is configured elsewhere (only on
+ * its workers) is not judged here.
+ */
 
 function assertModelNamed(descriptor: SubagentProviderDescriptor, request: ResolvedSubagentRequest): void {
   const { endpoint } = descriptor as Partial<SubagentAgentProvider>;

@@ -24,18 +24,27 @@ export const DEFAULT_SYSTEM_PROMPT =
 
 /**
  * The endpoint the environment configures: OPENAI_BASE_URL, OPENAI_API_KEY, SUBAGENT_MODEL,
- * SUBAGENT_MAX_CONTEXT_CHARS (a positive whole number), SUBAGENT_MODEL_STREAM (`true` or `false`;
- * default true). Anything else is `INVALID_CONFIG`.
+ * SUBAGENT_MAX_CONTEXT_CHARS, SUBAGENT_MODEL_MAX_TOKENS, the quota's SUBAGENT_MODEL_REQUESTS_PER_MINUTE,
+ * SUBAGENT_MODEL_TOKENS_PER_MINUTE and SUBAGENT_MODEL_TOKEN_BURST (each a positive whole number),
+ * SUBAGENT_MODEL_STREAM (`true` or `false`; default true). Anything else is `INVALID_CONFIG`.
  */
 export function endpointFromEnv(env: NodeJS.ProcessEnv = process.env): SubagentModelEndpoint {
-  const maxContext = env.SUBAGENT_MAX_CONTEXT_CHARS?.trim();
-  const maxContextChars = maxContext ? Number(maxContext) : undefined;
-  if (maxContextChars !== undefined && !(Number.isInteger(maxContextChars) && maxContextChars > 0)) {
-    throw new SubagentError(
-      'SUBAGENT_MAX_CONTEXT_CHARS must be a positive whole number of characters',
-      'INVALID_CONFIG',
-    );
-  }
+  const whole = (name: string): number | undefined => {
+    const value = env[name]?.trim();
+    if (!value) return undefined;
+    const number = Number(value);
+    if (!(Number.isInteger(number) && number > 0)) {
+      throw new SubagentError(`${name} must be a positive whole number (got "${value}")`, 'INVALID_CONFIG');
+    }
+    return number;
+  };
+  const limits = {
+    maxContextChars: whole('SUBAGENT_MAX_CONTEXT_CHARS'),
+    maxTokens: whole('SUBAGENT_MODEL_MAX_TOKENS'),
+    requestsPerMinute: whole('SUBAGENT_MODEL_REQUESTS_PER_MINUTE'),
+    tokensPerMinute: whole('SUBAGENT_MODEL_TOKENS_PER_MINUTE'),
+    tokenBurst: whole('SUBAGENT_MODEL_TOKEN_BURST'),
+  };
   const stream = env.SUBAGENT_MODEL_STREAM?.trim();
   if (stream && stream !== 'true' && stream !== 'false') {
     throw new SubagentError(`SUBAGENT_MODEL_STREAM must be true or false (got "${stream}")`, 'INVALID_CONFIG');
@@ -45,7 +54,7 @@ export function endpointFromEnv(env: NodeJS.ProcessEnv = process.env): SubagentM
     ...(stream === 'false' ? { stream: false } : {}),
     ...(env.OPENAI_API_KEY ? { apiKey: env.OPENAI_API_KEY } : {}),
     ...(env.SUBAGENT_MODEL ? { model: env.SUBAGENT_MODEL } : {}),
-    ...(maxContextChars ? { maxContextChars } : {}),
+    ...Object.fromEntries(Object.entries(limits).filter(([, value]) => value !== undefined)),
   };
 }
 

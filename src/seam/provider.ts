@@ -174,6 +174,16 @@ export interface SubagentModelEndpoint {
    */
   requestsPerMinute?: number;
   /**
+   * The endpoint's token quota, shared by every worker of the fleet through one limiter workflow
+   * per provider: each call reserves its estimate (the request's characters over four, plus
+   * `maxTokens`, or 1,024 without it) from a bucket that refills at this rate, and leaves once the
+   * bucket covers it. A call that reports more than its estimate is charged the rest. A 429 is still
+   * waited out as the endpoint says. Default: no limit.
+   */
+  tokensPerMinute?: number;
+  /** The most tokens the endpoint takes at once (its bucket's size). Default: `tokensPerMinute`. */
+  tokenBurst?: number;
+  /**
    * Stream each call (server-sent events) and hand its text to the run's observers as it comes
    * (`text-delta` progress events). Default true; false for an endpoint that cannot stream.
    */

@@ -34,8 +34,11 @@ export type FakeHandler = (request: FakeChatRequest) => FakeReply | Promise<Fake
 export interface FakeOpenAI {
   readonly baseURL: string;
   readonly requests: FakeChatRequest[];
-  /** With a `quota`: requests served and refused (429), and the most served in one window. */
-  readonly quota: { served: number; refused: number; maxInWindow: number };
+  /**
+   * With a `quota`: requests served and refused (429, `refusedForTokens` of them for the token
+   * quota), the most served in one window, and the tokens charged.
+   */
+  readonly quota: { served: number; refused: number; refusedForTokens: number; maxInWindow: number; tokens: number };
   /**
    * Queue replies for the next requests, in order (FIFO). A promise is a reply the test decides
    * on later: its request waits, in flight, until it settles.
@@ -245,10 +248,14 @@ export async function startFakeOpenAI(
     onStreamText?: (text: string) => void;
     /**
      * A quota, as a rate-limited endpoint enforces one: at most `requests` chat requests are served
-     * in any `windowMs` (default a minute); one over it is answered 429 with `Retry-After` (whole
-     * seconds until a place frees up) and counted in `quota.refused`.
+     * in any `windowMs` (default a minute), and tokens from a bucket of `tokenBurst` (default
+     * `tokensPerMinute`) that refills at `tokensPerMinute`. A request is charged as the large
+     * providers charge one when it arrives, its messages' characters over four plus its
+     * `max_tokens`, and then whatever its answer's usage reports beyond that. One over either
+     * limit is answered 429 with `Retry-After` (whole seconds until there is room) and counted in
+     * `quota.refused`.
      */
-    quota?: { requests: number; windowMs?: number };
+    quota?: { requests?: number; windowMs?: number; tokensPerMinute?: number; tokenBurst?: number };
   } = {},
 ): Promise<FakeOpenAI> {
   const requests: FakeChatRequest[] = [];
@@ -261,19 +268,37 @@ export async function startFakeOpenAI(
     windowMs: options.quota.windowMs ?? 60_000,
     served: [] as number[],
   };
-  const quotaStats = { served: 0, refused: 0, maxInWindow: 0 };
-  /** Seconds until the quota has room, or 0 when it has some now (and the request takes it). */
-  const quotaWait = (): number => {
+  const quotaStats = { served: 0, refused: 0, refusedForTokens: 0, maxInWindow: 0, tokens: 0 };
+  const perMinute = options.quota?.tokensPerMinute;
+  const bucket = perMinute ? { size: options.quota?.tokenBurst ?? perMinute, level: 0, at: Date.now() } : undefined;
+  if (bucket) bucket.level = bucket.size;
+  /** Takes `tokens` from the token bucket (it may go below 0 for usage beyond the charge). */
+  const chargeTokens = (tokens: number) => {
+    quotaStats.tokens += tokens;
+    if (bucket) bucket.level -= tokens;
+  };
+  /** Seconds until the quota has room for `tokens`, or 0 when it has some now (and the request takes it). */
+  const quotaWait = (tokens: number): number => {
     if (!quota) return 0;
     const now = Date.now();
     while (quota.served.length > 0 && quota.served[0]! <= now - quota.windowMs) quota.served.shift();
-    if (quota.served.length >= quota.requests) {
+    if (quota.requests !== undefined && quota.served.length >= quota.requests) {
       quotaStats.refused++;
       return Math.max(1, Math.ceil((quota.served[0]! + quota.windowMs - now) / 1000));
+    }
+    if (bucket && perMinute) {
+      bucket.level = Math.min(bucket.size, bucket.level + ((now - bucket.at) * perMinute) / 60_000);
+      bucket.at = now;
+      if (bucket.level < tokens) {
+        quotaStats.refused++;
+        quotaStats.refusedForTokens++;
+        return Math.max(1, Math.ceil(((tokens - bucket.level) * 60) / perMinute));
+      }
     }
     quota.served.push(now);
     quotaStats.served++;
     quotaStats.maxInWindow = Math.max(quotaStats.maxInWindow, quota.served.length);
+    chargeTokens(tokens);
     return 0;
   };
   let completions = 0;
@@ -386,9 +411,10 @@ export async function startFakeOpenAI(
       return;
     }
 
-    const retryAfter = quotaWait();
+    const charged = chargedTokens(request.body);
+    const retryAfter = quotaWait(charged);
     if (retryAfter > 0) {
-      const body = errorBody('fake-openai: rate limit reached for requests', 'requests', 'rate_limit_exceeded');
+      const body = errorBody('fake-openai: rate limit reached', 'requests', 'rate_limit_exceeded');
       sendJson(res, 429, body, { 'retry-after': String(retryAfter) });
       return;
     }
@@ -402,6 +428,8 @@ export async function startFakeOpenAI(
     const model = typeof request.body?.model === 'string' ? (request.body.model as string) : DEFAULT_MODEL;
     const body = render ? render(context(model)) : reply.body;
     const status = reply.status ?? 200;
+    const used = isCompletion(body) ? (body.usage?.total_tokens ?? 0) : 0;
+    if (quota && used > charged) chargeTokens(used - charged);
     if (request.body?.stream === true && status === 200 && isCompletion(body)) {
       const includeUsage = request.body?.stream_options?.include_usage === true;
       await streamCompletion(res, body, includeUsage, reply.tokenDelayMs ?? 0, done, options.onStreamText);
@@ -477,6 +505,23 @@ export async function startFakeOpenAI(
 }
 
 type Completion = ReturnType<typeof chatCompletion>;
+
+/**
+ * What a request is charged against the token quota when it arrives, as the large providers
+ * estimate it: the characters of its messages' text and tool calls over four, plus its
+ * `max_tokens` (the most its answer may take).
+ */
+function chargedTokens(body: any): number {
+  let chars = 0;
+  for (const message of Array.isArray(body?.messages) ? body.messages : []) {
+    if (typeof message?.content === 'string') chars += message.content.length;
+    for (const call of Array.isArray(message?.tool_calls) ? message.tool_calls : []) {
+      chars += String(call?.function?.name ?? '').length + String(call?.function?.arguments ?? '').length;
+    }
+  }
+  const maxTokens = Number(body?.max_tokens ?? body?.max_completion_tokens ?? 0);
+  return Math.ceil(chars / 4) + (Number.isFinite(maxTokens) ? maxTokens : 0);
+}
 
 function isCompletion(body: unknown): body is Completion {
   return (body as { object?: unknown } | undefined)?.object === 'chat.completion';

@@ -3,17 +3,21 @@
 // activities) live on its queue, so a fleet serves a provider wherever its queue is polled.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Client, WorkflowUpdateStage } from '@temporalio/client';
+import { Client, WithStartWorkflowOperation, WorkflowUpdateStage } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { type InjectedSinks, NativeConnection, Worker, WorkerOptions, bundleWorkflowCode } from '@temporalio/worker';
 import { MODEL_CALL_ACTIVITY, RESERVED_ACTIVITY_NAMES, RunContextCache, createActivities } from '../../activities';
 import {
   type SubagentSinks,
+  TOKEN_LIMITER_WORKFLOW,
+  chargeTokensSignal,
   pendingMessagesQuery,
   permissionDecidedSignal,
   requestApprovalUpdate,
+  reserveTokensUpdate,
   runContextQuery,
   textDeltaSignal,
+  tokenLimiterId,
 } from '../../workflows/definitions';
 import { TemporalSubagentService } from '../client/service';
 import { budgetOf } from '../client/validate';
@@ -142,6 +146,10 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
     for (const provider of providers.values()) subagents.registerProvider(provider);
   }
   const cache = new RunContextCache(options.contextCacheSize);
+  const queueOf = (name: string) => {
+    const provider = providers.get(name);
+    return provider?.taskQueue ?? defaultTaskQueue(name);
+  };
   const activities = createActivities({
     providers,
     delegate: delegateThrough(subagents),
@@ -156,6 +164,26 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
       return abortable(update.result(), signal);
     },
     publishText: (runId, delta) => client.workflow.getHandle(runId).signal(textDeltaSignal, delta),
+    // The provider's one limiter, started on its queue by the first call that finds none running.
+    reserveTokens: (provider, args) =>
+      client.workflow.executeUpdateWithStart(reserveTokensUpdate, {
+        args: [args],
+        startWorkflowOperation: new WithStartWorkflowOperation(TOKEN_LIMITER_WORKFLOW, {
+          workflowId: tokenLimiterId(provider),
+          taskQueue: queueOf(provider),
+          args: [{}],
+          workflowIdConflictPolicy: 'USE_EXISTING',
+        }),
+      }),
+    chargeTokens: async (provider, args) => {
+      await client.workflow.signalWithStart(TOKEN_LIMITER_WORKFLOW, {
+        workflowId: tokenLimiterId(provider),
+        taskQueue: queueOf(provider),
+        args: [{}],
+        signal: chargeTokensSignal,
+        signalArgs: [args],
+      });
+    },
     cache,
     heartbeatIntervalMs: options.heartbeatIntervalMs,
     ...(options.textBatches ? { textBatches: options.textBatches } : {}),

@@ -4,7 +4,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { SubagentRunEvent } from '../../src';
+import type { SubagentModelEndpoint, SubagentRunEvent } from '../../src';
 import { type FakeOpenAI, startFakeOpenAI, textReply, toolCallReply } from '../../src/testing';
 import { builtinFileTools, createDelegationTool, createSpawnProvider } from '../../src/worker';
 import { type SubagentRunOutcome, type SubagentRunStatus, statusQuery } from '../../workflows/definitions';
@@ -136,21 +136,20 @@ it('refuses to begin a run whose budget is already spent', async () => {
 
 /**
  * 50 runs with one attempt each on two workers (each on a connection of its own, as two machines)
- * against an endpoint that serves 10 requests a second; the provider's endpoint declares
- * `requestsPerMinute` when `declared` is set. Resolves with the endpoint's counts.
+ * against an endpoint that enforces `quota`; the provider's endpoint declares `declared`.
+ * Resolves with the endpoint's counts.
  */
-async function fiftyRunsAgainstAQuota(declared?: number) {
-  const limited = await startFakeOpenAI({ quota: { requests: 10, windowMs: 1000 } });
+async function fiftyRunsAgainstAQuota(
+  quota: NonNullable<Parameters<typeof startFakeOpenAI>[0]>['quota'],
+  declared: Pick<SubagentModelEndpoint, 'requestsPerMinute' | 'tokensPerMinute' | 'tokenBurst' | 'maxTokens'> = {},
+) {
+  const limited = await startFakeOpenAI({ quota });
   try {
     limited.setHandler(() => textReply('done'));
     const provider = createSpawnProvider({
       name: uniqueName('limited'),
       tools: [],
-      endpoint: {
-        baseURL: limited.baseURL,
-        model: 'fake-model',
-        ...(declared === undefined ? {} : { requestsPerMinute: declared }),
-      },
+      endpoint: { baseURL: limited.baseURL, model: 'fake-model', ...declared },
       // One attempt: a rate limit that cost an attempt would fail the run.
       runSettings: { retry: { maximumAttempts: 1 } },
     });
@@ -175,8 +174,16 @@ async function fiftyRunsAgainstAQuota(declared?: number) {
   }
 }
 
+/** 10 requests a second. */
+const REQUEST_QUOTA = { requests: 10, windowMs: 1000 };
+/**
+ * 1,000 tokens a second from a bucket of 2,000; each call is charged about 267 (a 266-character
+ * prompt and `max_tokens` 200), so at most 7 fit at once and 4 a second after that.
+ */
+const TOKEN_QUOTA = { tokensPerMinute: 60_000, tokenBurst: 2000 };
+
 it('waits out a rate-limited endpoint without spending attempts: 50 runs on two workers, the quota never exceeded', async () => {
-  const quota = await fiftyRunsAgainstAQuota();
+  const quota = await fiftyRunsAgainstAQuota(REQUEST_QUOTA);
   expect(quota.served).toBe(50);
   expect(quota.maxInWindow).toBeLessThanOrEqual(10);
   // The workers asked past the quota, were refused, and waited as the endpoint said.
@@ -185,7 +192,46 @@ it('waits out a rate-limited endpoint without spending attempts: 50 runs on two 
 
 it("keeps a fleet within an endpoint's declared rate: no worker asks past the quota at all", async () => {
   // 4 a second, handed out by the server to both workers: never over 10 in one second.
-  const quota = await fiftyRunsAgainstAQuota(240);
-  expect(quota).toEqual({ served: 50, refused: 0, maxInWindow: expect.any(Number) });
+  const quota = await fiftyRunsAgainstAQuota(REQUEST_QUOTA, { requestsPerMinute: 240 });
+  expect(quota).toMatchObject({ served: 50, refused: 0 });
   expect(quota.maxInWindow).toBeLessThanOrEqual(10);
 }, 120_000);
+
+it('waits out a token quota without spending attempts: 50 runs on two workers, refused past the bucket', async () => {
+  const quota = await fiftyRunsAgainstAQuota(TOKEN_QUOTA, { maxTokens: 200 });
+  expect(quota.served).toBe(50);
+  expect(quota.refusedForTokens).toBeGreaterThan(0);
+}, 120_000);
+
+it("keeps a fleet within an endpoint's declared token quota: every call reserves from one limiter, none is refused", async () => {
+  // A little under the rate, and half the bucket: a call that reaches the endpoint a little after
+  // the limiter let it go still finds room.
+  const quota = await fiftyRunsAgainstAQuota(TOKEN_QUOTA, {
+    maxTokens: 200,
+    tokensPerMinute: 54_000,
+    tokenBurst: 1000,
+  });
+  expect(quota).toMatchObject({ served: 50, refused: 0 });
+}, 120_000);
+
+it('ends a call that no wait lets through (over the token burst) with error, before it is sent', async () => {
+  const before = fake.requests.length;
+  const small = createSpawnProvider({
+    name: uniqueName('small-burst'),
+    tools: [],
+    endpoint: { baseURL: fake.baseURL, model: 'fake-model', maxTokens: 40, tokensPerMinute: 600, tokenBurst: 50 },
+  });
+  const stop = await startWorker(temporal, [small]);
+  try {
+    const smallService = newService(temporal);
+    smallService.registerProvider(small);
+    const result = await smallService.start(small.name, { prompt: text('x'), parent }).result;
+    expect(result).toMatchObject({
+      stopReason: 'error',
+      diagnostic: expect.stringContaining("over the endpoint's token burst of 50"),
+    });
+    expect(fake.requests.length).toBe(before);
+  } finally {
+    await stop();
+  }
+});

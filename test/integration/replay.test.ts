@@ -1,4 +1,5 @@
-// Determinism: recorded histories of the shipped run workflow replay against the current code.
+// Determinism: recorded histories of the shipped workflows (the run and the token limiter) replay
+// against the current code.
 // A failure here means a workflow change needs `patched()`; never re-record to make it pass
 // (docs/versioning.md). Recordings overwritten before that rule held are back under their own
 // names: `<name>.<commit>.json`, the file as that commit had it.
@@ -23,9 +24,11 @@ const HISTORIES = join(__dirname, '..', 'histories');
 describe('replay', () => {
   beforeAll(installQuietRuntime);
 
-  const files = readdirSync(HISTORIES).filter((file) => file.startsWith('subagent-run-') && file.endsWith('.json'));
+  const files = readdirSync(HISTORIES).filter(
+    (file) => (file.startsWith('subagent-run-') || file.startsWith('token-limiter-')) && file.endsWith('.json'),
+  );
 
-  it('has recorded histories of each shipped workflow version: v1, v2 with its patched paths, v3 to v10, and the overwritten ones', () => {
+  it("has recorded histories of each shipped workflow version: the run's v1, v2 with its patched paths, v3 to v10, and the overwritten ones; the token limiter's v1", () => {
     expect(files).toEqual(
       expect.arrayContaining([
         ...['start', 'resumed', 'structured', 'agent-loop'].map((label) => `subagent-run-v1-${label}.json`),
@@ -42,6 +45,7 @@ describe('replay', () => {
         ...['start', 'agent-loop'].map((label) => `subagent-run-v8-${label}.json`),
         ...['approvals', 'turn-approval'].map((label) => `subagent-run-v9-${label}.json`),
         'subagent-run-v10-budget.json',
+        ...['continued', 'ended'].map((label) => `token-limiter-v1-${label}.json`),
         ...['start', 'resumed'].map((label) => `subagent-run-v1-${label}.ec5e0de.json`),
         ...['start', 'resumed', 'structured'].map((label) => `subagent-run-v1-${label}.d523cac.json`),
         ...['start', 'resumed', 'structured', 'agent-loop'].map((label) => `subagent-run-v1-${label}.ad44515.json`),

@@ -141,4 +141,30 @@ describe('endpointFromEnv', () => {
       expect.objectContaining({ code: 'INVALID_CONFIG' }),
     );
   });
+
+  it('reads the limits and the quota as positive whole numbers, and refuses anything else', () => {
+    expect(
+      endpointFromEnv({
+        SUBAGENT_MAX_CONTEXT_CHARS: '9000',
+        SUBAGENT_MODEL_MAX_TOKENS: '512',
+        SUBAGENT_MODEL_REQUESTS_PER_MINUTE: '500',
+        SUBAGENT_MODEL_TOKENS_PER_MINUTE: ' 30000 ',
+        SUBAGENT_MODEL_TOKEN_BURST: '10000',
+      }),
+    ).toEqual({
+      maxContextChars: 9000,
+      maxTokens: 512,
+      requestsPerMinute: 500,
+      tokensPerMinute: 30000,
+      tokenBurst: 10000,
+    });
+    for (const value of ['0', '-5', '1.5', 'lots']) {
+      expect(() => endpointFromEnv({ SUBAGENT_MODEL_TOKENS_PER_MINUTE: value })).toThrow(
+        expect.objectContaining({
+          code: 'INVALID_CONFIG',
+          message: expect.stringContaining('SUBAGENT_MODEL_TOKENS_PER_MINUTE'),
+        }),
+      );
+    }
+  });
 });

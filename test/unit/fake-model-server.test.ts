@@ -297,3 +297,45 @@ test('close() with a hanging request does not hang, and the request is recorded 
   await expect(pending).resolves.toBe('failed');
   await fake.close();
 });
+
+describe('token quota', () => {
+  it('charges a request its characters over four plus max_tokens, and refuses one the bucket cannot cover with 429 and Retry-After', async () => {
+    // A bucket of 300 tokens refilled at 10 a second: the second request comes long before it could.
+    const limited = await startFakeOpenAI({ quota: { tokensPerMinute: 600, tokenBurst: 300 } });
+    try {
+      limited.setHandler(() => textReply('ok'));
+      const body = { model: 'm', max_tokens: 200, messages: [{ role: 'user', content: 'x'.repeat(40) }] };
+      const send = () =>
+        fetch(`${limited.baseURL}/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+      expect((await send()).status).toBe(200);
+      const refused = await send();
+      expect(refused.status).toBe(429);
+      // 210 tokens short of 90 left, at 10 a second.
+      expect(refused.headers.get('retry-after')).toBe('12');
+      expect(limited.quota).toMatchObject({ served: 1, refused: 1, refusedForTokens: 1, tokens: 210 });
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('charges what an answer reports beyond the estimate', async () => {
+    const limited = await startFakeOpenAI({ quota: { tokensPerMinute: 60_000 } });
+    try {
+      limited.setHandler(() => textReply('ok', { usage: { prompt: 500, completion: 20 } }));
+      const res = await fetch(`${limited.baseURL}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x'.repeat(40) }] }),
+      });
+      expect(res.status).toBe(200);
+      // Charged 10 on arrival, then the rest of the 520 its usage reported.
+      expect(limited.quota.tokens).toBe(520);
+    } finally {
+      await limited.close();
+    }
+  });
+});

@@ -1,0 +1,96 @@
+// One endpoint's token quota, shared by every worker of a fleet: a token bucket held by one
+// workflow per provider (`tokenLimiterId`), which each model call reserves its estimated tokens
+// from before it is sent. The bucket refills at the quota's rate up to its burst, as the large
+// providers' own limiters do; a reservation it cannot cover yet is scheduled for the moment it
+// can (the bucket goes into debt), so calls leave at the quota however many workers send them.
+// The workflow ends once its bucket is full again (a new one would start the same) and continues
+// as new before its history grows long.
+import {
+  ApplicationFailure,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { ReserveTokensArgs, TokenQuota } from '../activities/types';
+import { type TokenBucketState, type TokenLimiterInput, chargeTokensSignal, reserveTokensUpdate } from './definitions';
+
+/** Reservations one run takes before it continues as new: the server refuses a run's 2,000th update. */
+const RESERVATIONS_PER_RUN = 500;
+/** How long a full bucket waits for a call before its workflow ends (the next call would start it again). */
+const LINGER_MS = 60_000;
+
+export async function tokenLimiterWorkflow(input: TokenLimiterInput): Promise<void> {
+  let bucket = input.bucket;
+  let quota: TokenQuota | undefined;
+  let reservations = 0;
+  let changes = 0;
+  /** The bucket at `now`, after the newest quota's refill since it was last touched. */
+  const touch = (declared: TokenQuota): TokenBucketState => {
+    quota = { tokensPerMinute: declared.tokensPerMinute, burst: declared.burst };
+    bucket = refilled(bucket, quota, Date.now());
+    changes++;
+    return bucket;
+  };
+
+  setHandler(
+    reserveTokensUpdate,
+    (args) => {
+      const now = Date.now();
+      const level = touch(args).level - args.tokens;
+      bucket = { level, at: now };
+      reservations++;
+      // What the bucket owes comes in at the quota's rate: the call leaves once it has.
+      return { startAt: level >= 0 ? now : Math.ceil(now + (-level * 60_000) / args.tokensPerMinute) };
+    },
+    { validator: validateReservation },
+  );
+  setHandler(chargeTokensSignal, (args) => {
+    if (!(args.tokens > 0 && args.tokensPerMinute > 0 && args.burst > 0)) return;
+    const touched = touch(args);
+    bucket = { level: touched.level - args.tokens, at: touched.at };
+  });
+
+  for (;;) {
+    const seen = changes;
+    const untilFull = bucket && quota ? msUntilFull(refilled(bucket, quota, Date.now()), quota) : 0;
+    const due = await condition(
+      () => reservations >= RESERVATIONS_PER_RUN || workflowInfo().continueAsNewSuggested,
+      Math.max(untilFull, LINGER_MS),
+    );
+    if (due) {
+      await condition(allHandlersFinished);
+      return continueAsNew<typeof tokenLimiterWorkflow>({ ...(bucket ? { bucket } : {}) });
+    }
+    // Nothing reserved or charged for as long as the bucket needed to fill: it is full, as a new one.
+    if (changes === seen) return;
+  }
+}
+
+function validateReservation({ tokens, tokensPerMinute, burst }: ReserveTokensArgs): void {
+  const positive = (value: number) => typeof value === 'number' && Number.isFinite(value) && value > 0;
+  if (!positive(tokens) || !positive(tokensPerMinute) || !positive(burst)) {
+    throw ApplicationFailure.nonRetryable(
+      `a token reservation needs positive tokens, tokensPerMinute and burst (got ${tokens}, ${tokensPerMinute}, ${burst})`,
+      'INVALID_CONFIG',
+    );
+  }
+  if (tokens > burst) {
+    throw ApplicationFailure.nonRetryable(
+      `a model call estimated at ${tokens} tokens is over the endpoint's token burst of ${burst}: no wait lets it through (raise endpoint.tokenBurst or lower endpoint.maxTokens)`,
+      'OVER_TOKEN_BURST',
+    );
+  }
+}
+
+/** `bucket` refilled at `quota`'s rate from when it was last touched until `now`, up to the burst; a new bucket starts full. */
+function refilled(bucket: TokenBucketState | undefined, quota: TokenQuota, now: number): TokenBucketState {
+  if (!bucket) return { level: quota.burst, at: now };
+  const elapsed = Math.max(0, now - bucket.at);
+  return { level: Math.min(quota.burst, bucket.level + (elapsed * quota.tokensPerMinute) / 60_000), at: now };
+}
+
+function msUntilFull(bucket: TokenBucketState, quota: TokenQuota): number {
+  return Math.ceil(((quota.burst - bucket.level) * 60_000) / quota.tokensPerMinute);
+}
