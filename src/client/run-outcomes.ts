@@ -14,7 +14,15 @@ import {
   segmentOutcomeQuery,
 } from '../../workflows/definitions';
 import { SubagentError } from '../seam/errors';
-import { EventType, type HistoryEvent, closedOutcome, runInput, settledOutcome } from '../temporal/run-history';
+import {
+  EventType,
+  type HistoryEvent,
+  closedOutcome,
+  eventIdOf,
+  isStalePageToken,
+  runInput,
+  settledOutcome,
+} from '../temporal/run-history';
 import { isNotFound, isUnreachable, toSubagentError } from './temporal-errors';
 
 const CLOSE_EVENT = temporal.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT;
@@ -116,6 +124,8 @@ class RunWatch {
     let view: SegmentOutcomeReply | undefined;
     let unreachableSince: number | undefined;
     let backoff = 100;
+    // The last event read of the current run: a read started again skips what came before it.
+    let lastRead = 0;
     while (this.waiters.size > 0) {
       let events: HistoryEvent[];
       const firstPage = nextPageToken === undefined;
@@ -134,13 +144,18 @@ class RunWatch {
                 : { waitNewEvent: true }),
           }),
         );
-        events = response.history?.events ?? [];
+        events = (response.history?.events ?? []).filter((event) => eventIdOf(event) > lastRead);
+        if (events.length > 0) lastRead = eventIdOf(events.at(-1)!);
         nextPageToken = response.nextPageToken ?? undefined;
         unreachableSince = undefined;
         backoff = 100;
       } catch (err) {
         if (this.stop.signal.aborted) return;
         if (isNotFound(err)) return this.rejectAll(this.unknown(err));
+        if (nextPageToken && isStalePageToken(err)) {
+          nextPageToken = undefined;
+          continue;
+        }
         if (!isUnreachable(err)) return this.rejectAll(toSubagentError(err, this.runId));
         unreachableSince ??= Date.now();
         this.rejectWhere((waiter) => Date.now() - unreachableSince! > waiter.reconnectWindowMs, err);
@@ -153,6 +168,7 @@ class RunWatch {
         read = await this.read(events, view, (next) => {
           execution = next;
           nextPageToken = undefined;
+          lastRead = 0;
         });
       } catch (err) {
         // A payload that cannot be read (gone from the payload store) will not be readable later.

@@ -13,7 +13,7 @@ import {
   type SubagentRunInput,
   type SubagentRunOutcome,
 } from '../../workflows/definitions';
-import { SubagentError } from '../seam/errors';
+import { SubagentError, causeChain } from '../seam/errors';
 import { retrievePayloads } from './payload-store';
 
 export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -127,6 +127,20 @@ async function firstRunId(client: Client, runId: string): Promise<string> {
   }
 }
 
+/**
+ * The server refused a history read's page token: the run's history has moved on in a way the
+ * token does not follow (its branch or transition check, which a long poll meets now and then).
+ * The read starts again from the run's first event, skipping what it has read.
+ */
+export function isStalePageToken(err: unknown): boolean {
+  return causeChain(err).some((e) => /branch tokens?,? .*don't match/i.test(e.message));
+}
+
+/** The id of `event` as a number (0 for an event without one). */
+export function eventIdOf(event: HistoryEvent): number {
+  return Number(event.eventId ?? 0);
+}
+
 /** One Temporal run's events; with `follow`, waiting for new ones until the run closes. */
 async function* historyEvents(
   client: Client,
@@ -136,6 +150,7 @@ async function* historyEvents(
   signal: AbortSignal | undefined,
 ): AsyncGenerator<HistoryEvent> {
   let nextPageToken: Uint8Array | undefined;
+  let lastRead = 0;
   for (;;) {
     const read = () =>
       client.workflowService.getWorkflowExecutionHistory({
@@ -144,8 +159,19 @@ async function* historyEvents(
         waitNewEvent: follow,
         ...(nextPageToken ? { nextPageToken } : {}),
       });
-    const response = await (signal ? client.connection.withAbortSignal(signal, read) : read());
-    for (const event of response.history?.events ?? []) yield event;
+    let response: Awaited<ReturnType<typeof read>>;
+    try {
+      response = await (signal ? client.connection.withAbortSignal(signal, read) : read());
+    } catch (err) {
+      if (!nextPageToken || !isStalePageToken(err)) throw err;
+      nextPageToken = undefined;
+      continue;
+    }
+    for (const event of response.history?.events ?? []) {
+      if (eventIdOf(event) <= lastRead) continue;
+      lastRead = eventIdOf(event);
+      yield event;
+    }
     if (!response.nextPageToken?.length) return;
     nextPageToken = response.nextPageToken;
   }

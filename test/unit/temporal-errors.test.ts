@@ -2,6 +2,7 @@
 // never an outage, and never retried as one.
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { isTaskFailing, isUnreachable, toSubagentError } from '../../src/client/temporal-errors';
+import { isStalePageToken } from '../../src/temporal/run-history';
 
 /** A gRPC error as the client surfaces it: a status code, maybe wrapped. */
 const grpcError = (code: number, message: string) => Object.assign(new Error(message), { code });
@@ -46,4 +47,15 @@ it('tells a run whose workflow task is failing from other refused preconditions,
     code: 'UNAVAILABLE',
     message: expect.stringContaining('workflow task is failing'),
   });
+});
+
+it('reads a page token the server refused for its branch or transition check as stale, and nothing else', () => {
+  const stale = grpcError(
+    9,
+    "Current and request branch tokens, or current and request versioned transitions, don't match.",
+  );
+  expect(isStalePageToken(new Error('Temporal call failed', { cause: stale }))).toBe(true);
+  expect(
+    isStalePageToken(grpcError(9, 'Unable to perform workflow execution update due to Workflow Task in failed state.')),
+  ).toBe(false);
 });
