@@ -13,7 +13,9 @@
 // (since v8) an agent-loop call the model-call activity answers itself; v9 (`v9 approvals
 // turn-approval`) tool calls held for approval: two agent-loop calls, one approved and one denied,
 // and a turn-based provider's request, approved; v10 (`v10 budget`) a run with a budget: a
-// deadline's timer, cancelled when the segment settles, and the model-call limit ending the turn.
+// deadline's timer, cancelled when the segment settles, and the model-call limit ending the turn;
+// v11 (every label) runs that record one patch marker for every patch (workflows/patches.ts) and
+// a small settle record as a memo change.
 // The token limiter's workflow has versions of its own: v1 (`v1 limiter-continued limiter-ended`,
 // files `token-limiter-v1-*.json`) reservations that wait, a charge, a continue-as-new, and the end.
 import { createHash } from 'node:crypto';

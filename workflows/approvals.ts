@@ -11,7 +11,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { SubagentApprovalDecision, SubagentApprovalRequest } from '../src/seam/result';
-import { APPROVAL_MEMO_KEY, type ApprovalMemo, type ApproveArgs } from './definitions';
+import { APPROVAL_MEMO_KEY, type ApprovalMemo, type ApproveArgs, SETTLED_MEMO_KEY } from './definitions';
 import { STATUS_ATTRIBUTE } from './search-attributes';
 
 /** What a call that asks for approval shows the person deciding. */
@@ -169,10 +169,13 @@ function localOf(requestId: string): string {
   return requestId.slice(requestId.lastIndexOf('/') + 1);
 }
 
-/** The memo a continued run starts with: the run's own, without the last approval change. */
-export function memoWithoutApproval(): Record<string, unknown> | undefined {
+/**
+ * The memo a continued run starts with: the run's own, without the last approval change or the
+ * last settle record (each is a change of the run it was made in).
+ */
+export function carriedMemo(): Record<string, unknown> | undefined {
   const memo = workflowInfo().memo;
-  if (!memo || !(APPROVAL_MEMO_KEY in memo)) return memo;
-  const { [APPROVAL_MEMO_KEY]: _, ...rest } = memo;
+  if (!memo || !(APPROVAL_MEMO_KEY in memo || SETTLED_MEMO_KEY in memo)) return memo;
+  const { [APPROVAL_MEMO_KEY]: _approval, [SETTLED_MEMO_KEY]: _settled, ...rest } = memo;
   return rest;
 }

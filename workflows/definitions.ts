@@ -206,6 +206,14 @@ export interface ApproveArgs {
 /** The memo key whose every change (a request, a decision) is one history event `run.events()` reads. */
 export const APPROVAL_MEMO_KEY = 'approval';
 
+/**
+ * The memo key whose change records a segment's settle point (its `SegmentOutcome`), for an
+ * outcome of at most `SETTLED_MEMO_MAX_BYTES`; a larger one is a local activity's marker, so no
+ * large payload reaches the visibility store, which keeps every run's memo.
+ */
+export const SETTLED_MEMO_KEY = 'settled';
+export const SETTLED_MEMO_MAX_BYTES = 2048;
+
 /** One change of an approval, as the memo records it: the request, then its decision. */
 export type ApprovalMemo =
   ({ state: 'requested' } & SubagentApprovalRequest) | ({ state: 'decided' } & SubagentApprovalDecision);

@@ -14,20 +14,22 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   makeContinueAsNewFunc,
-  patched,
   proxyLocalActivities,
   setHandler,
   sleep,
+  upsertMemo,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import { budgetStop, remainingBudget } from '../src/seam/budget';
-import { payloadLimitViolation } from '../src/seam/constants';
+import { payloadBytes, payloadLimitViolation } from '../src/seam/constants';
 import type { ContentBlock } from '../src/seam/content';
 import type { SubagentResult, SubagentTurnResult } from '../src/seam/result';
 import {
   DISPOSED_BEFORE_BEGINNING,
   DISPOSED_BEFORE_SETTLING,
+  SETTLED_MEMO_KEY,
+  SETTLED_MEMO_MAX_BYTES,
   STRUCTURED_OUTPUT_NUDGE,
   type ResumeArgs,
   type SegmentOutcome,
@@ -51,7 +53,8 @@ import {
   textDeltaSignal,
   wakeUpdate,
 } from './definitions';
-import { Approvals, memoWithoutApproval } from './approvals';
+import { Approvals, carriedMemo } from './approvals';
+import { PATCHES, patchedPath } from './patches';
 import {
   COST_ATTRIBUTE,
   PROVIDER_ATTRIBUTE,
@@ -62,22 +65,8 @@ import {
 } from './search-attributes';
 import { type MidTurn, RunState, treeSpend, turnRunner } from './turns';
 
-/** Patch: a dispose before the segment settled ends it `error` (seam §5.5), not `aborted`. */
-const DISPOSE_SETTLES_ERROR_PATCH = 'dispose-settles-error';
 /** Message ids remembered against retried signals: a retry comes within a reconnect window, not 1,000 messages later. */
 const REMEMBERED_MESSAGE_IDS = 1000;
-/** Patch: a cancelled or disposed run cancels its nested runs at once, not once its turn stopped. */
-const CASCADE_AT_ONCE_PATCH = 'cancel-nested-runs-at-once';
-/** Patch: a provider that takes no messages is not nudged (a nudge is a message to the child). */
-const NUDGE_NEEDS_STEERING_PATCH = 'nudge-needs-steering';
-/** Patch: `dispose` answers once the segment is told to stop; the caller waits for the close. */
-const DISPOSE_ANSWERS_AT_ONCE_PATCH = 'dispose-answers-at-once';
-/** Patch: a settled segment records its outcome in history, where observers and the audit read it. */
-const SETTLE_RECORD_PATCH = 'settle-record';
-/** Patch: only a segment that parks records its settle point; one that closes the run has its result. */
-const SETTLE_RECORD_ONLY_PARKED_PATCH = 'settle-record-only-parked';
-/** Patch: an agent-loop turn continues as new between two model calls when the server suggests it. */
-const CONTINUE_AS_NEW_MID_TURN_PATCH = 'continue-as-new-mid-turn';
 
 const { subagentSegmentSettled } = proxyLocalActivities<{
   subagentSegmentSettled(outcome: SegmentOutcome): Promise<SegmentOutcome>;
@@ -213,7 +202,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     segmentScope.cancel();
     cascadeAtOnce();
     // An update held until the provider stops would count against the run's updates in flight.
-    if (!patched(DISPOSE_ANSWERS_AT_ONCE_PATCH)) {
+    if (!patchedPath(PATCHES.disposeAnswersAtOnce)) {
       await CancellationScope.nonCancellable(() => condition(() => outcome !== undefined));
     }
     return { disposed: true };
@@ -287,7 +276,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     // The memo (the request's fingerprint for idempotent starts) and search attributes stay with the run.
     if (indexed) upsertSearchAttributes([{ key: STATUS_ATTRIBUTE, value: 'running' }]);
     const continueAsNew = makeContinueAsNewFunc<typeof subagentRunWorkflow>({
-      memo: memoWithoutApproval(),
+      memo: carriedMemo(),
       typedSearchAttributes: workflowInfo().typedSearchAttributes,
     });
     return continueAsNew({ ...input, ...atStart, carried: next });
@@ -322,7 +311,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     let last: SubagentTurnResult | undefined;
     // Between two model calls of a long agent-loop turn the whole state is in `state` too.
     const betweenSteps = async (turn: MidTurn) => {
-      if (!workflowInfo().continueAsNewSuggested || !patched(CONTINUE_AS_NEW_MID_TURN_PATCH)) return;
+      if (!workflowInfo().continueAsNewSuggested || !patchedPath(PATCHES.continueAsNewMidTurn)) return;
       const next = carry([...state.pending], { nudgesLeft, lastOutput, turn });
       if (!carryViolation(next)) await continueWith(next);
     };
@@ -397,7 +386,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   /** Cancels the nested runs now (histories from before the patch: only once the run closes). */
   function cascadeAtOnce(): void {
     const uncancelled = [...children].some((child) => !cancelledChildren.has(child));
-    if (uncancelled && patched(CASCADE_AT_ONCE_PATCH)) void CancellationScope.nonCancellable(cancelChildren);
+    if (uncancelled && patchedPath(PATCHES.cascadeAtOnce)) void CancellationScope.nonCancellable(cancelChildren);
   }
 
   // A nested run tells its parent it exists, so cancelling the parent reaches it. Not awaited:
@@ -411,7 +400,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
 
   /** A nudge is a user message; a provider without steering (a hosted in-process run) cannot take one. */
   function canTakeNudge(): boolean {
-    return input.steering || !patched(NUDGE_NEEDS_STEERING_PATCH);
+    return input.steering || !patchedPath(PATCHES.nudgeNeedsSteering);
   }
 
   /**
@@ -427,7 +416,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
         diagnostic: budgetStop(request.budget, treeSpend(state), request.budget!.deadline!, 'turn')!.diagnostic,
       };
     }
-    if (disposeRequested && !runCancelled() && patched(DISPOSE_SETTLES_ERROR_PATCH)) {
+    if (disposeRequested && !runCancelled() && patchedPath(PATCHES.disposeSettlesError)) {
       return { output, stopReason: 'error', diagnostic: DISPOSED_BEFORE_SETTLING };
     }
     return { output, stopReason: 'aborted' };
@@ -453,8 +442,14 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   // The settle point, once per segment however many wait on it: observers long-poll the history
   // for it. A segment that closes the run needs none: the workflow's result is its outcome.
   const settled = outcome;
-  const recordsSettle = patched(SETTLE_RECORD_PATCH) && (parks || !patched(SETTLE_RECORD_ONLY_PARKED_PATCH));
-  if (recordsSettle) await CancellationScope.nonCancellable(() => subagentSegmentSettled(settled));
+  const recordsSettle = patchedPath(PATCHES.settleRecord) && (parks || !patchedPath(PATCHES.settleRecordOnlyParked));
+  if (recordsSettle) {
+    if (patchedPath(PATCHES.settleInMemo) && payloadBytes(settled) <= SETTLED_MEMO_MAX_BYTES) {
+      upsertMemo({ [SETTLED_MEMO_KEY]: settled });
+    } else {
+      await CancellationScope.nonCancellable(() => subagentSegmentSettled(settled));
+    }
+  }
 
   if (indexed) {
     upsertSearchAttributes([

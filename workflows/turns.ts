@@ -7,7 +7,6 @@ import {
   CancellationScope,
   CancelledFailure,
   isCancellation,
-  patched,
   proxyActivities,
   proxySinks,
 } from '@temporalio/workflow';
@@ -15,6 +14,7 @@ import type { createActivities } from '../activities';
 import type { ModelCallResult, ModelToolCall, ToolActivityInput, ToolActivityResult } from '../activities/types';
 import type { Approvals } from './approvals';
 import type { SubagentSinks } from './definitions';
+import { PATCHES, patchedPath } from './patches';
 import type { ContentBlock, JsonValue } from '../src/seam/content';
 import { addSpend, budgetStop } from '../src/seam/budget';
 import { delegationOf } from '../src/seam/delegation';
@@ -125,7 +125,7 @@ export function turnRunner(
         segment: state.segment,
         turn,
         // The messages are in history already (the start, signals, the resume): count them only.
-        ...(patched(STORE_ONCE_PATCH) ? { inputLength: turnInput.length } : { input: turnInput }),
+        ...(patchedPath(PATCHES.storeOnce) ? { inputLength: turnInput.length } : { input: turnInput }),
         transcript: transcriptRef,
         request: turn === 0 ? state.request : undefined,
         ...(state.providerState === undefined ? {} : { providerState: state.providerState }),
@@ -188,7 +188,7 @@ export function turnRunner(
           transcript: reference(base),
           // Tool results and messages are in history already (the tools' results, signals): the
           // call counts them, and names the results its worker may hold.
-          ...(patched(STORE_ONCE_PATCH)
+          ...(patchedPath(PATCHES.storeOnce)
             ? { deltaLength: state.transcript.length - base, ...(toolResultIds ? { toolResultIds } : {}) }
             : { delta: state.transcript.slice(base) }),
           request: turn === 0 && step === 0 ? state.request : undefined,
@@ -303,25 +303,13 @@ function turnResult(result: ModelCallResult): SubagentTurnResult {
 }
 
 /**
- * Patch: activity inputs count the messages and tool results that are in history already instead
- * of carrying them again, so each is stored once.
- */
-const STORE_ONCE_PATCH = 'store-once';
-
-/** Patch: an activity that fails after its run was cancelled (its worker died) stops the run. */
-export const CANCEL_WINS_PATCH = 'cancel-wins-over-activity-failure';
-
-/**
  * Whether a failed activity means the run was stopped: its cancellation, or any failure once the
  * run is cancelled. A cancelled activity whose worker died never reports its cancellation; it
  * ends by its heartbeat timeout (histories from before the patch: a failure like any other).
  */
 function stoppedByCancel(err: unknown): boolean {
-  return isCancellation(err) || (CancellationScope.current().consideredCancelled && patched(CANCEL_WINS_PATCH));
+  return isCancellation(err) || (CancellationScope.current().consideredCancelled && patchedPath(PATCHES.cancelWins));
 }
-
-/** Patch: an activity that answers after its run was cancelled ends the turn `aborted`. */
-export const CANCEL_WINS_OVER_RESULT_PATCH = 'cancel-wins-over-activity-result';
 
 /**
  * Whether an activity's answer came after its run was cancelled: the cancel reaches an activity
@@ -332,7 +320,7 @@ function cancelledMeanwhile(stopReason: string): boolean {
   return (
     stopReason !== 'aborted' &&
     CancellationScope.current().consideredCancelled &&
-    patched(CANCEL_WINS_OVER_RESULT_PATCH)
+    patchedPath(PATCHES.cancelWinsOverResult)
   );
 }
 

@@ -96,11 +96,19 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
         }
         break;
       }
-      case EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED: {
+      case EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
+      case EventType.EVENT_TYPE_MARKER_RECORDED: {
         const change = await approvalChange(converter, event);
         if (change) {
           const { state, ...approval } = change;
           yield draft(state === 'requested' ? 'approval.requested' : 'approval.decided', approval);
+        }
+        // The settle point (a memo change, or a local activity's marker): the segment's outcome,
+        // recorded once however many wait on it.
+        const settled = await settledOutcome(converter, event);
+        if (settled && !reportedSegments.has(settled.segment)) {
+          reportedSegments.add(settled.segment);
+          yield draft('result', settled);
         }
         break;
       }
@@ -113,15 +121,6 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
         if (reply && typeof reply === 'object' && 'settled' in reply && !reportedSegments.has(reply.settled.segment)) {
           reportedSegments.add(reply.settled.segment);
           yield draft('result', reply.settled);
-        }
-        break;
-      }
-      case EventType.EVENT_TYPE_MARKER_RECORDED: {
-        // The settle point: the segment's outcome, recorded once however many wait on it.
-        const settled = await settledOutcome(converter, event);
-        if (settled && !reportedSegments.has(settled.segment)) {
-          reportedSegments.add(settled.segment);
-          yield draft('result', settled);
         }
         break;
       }

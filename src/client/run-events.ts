@@ -197,7 +197,8 @@ async function* runStream(
         if (activity) progress.push(...failed(activity, attributes?.failure?.message ?? 'the activity failed'));
         break;
       }
-      case EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED: {
+      case EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
+      case EventType.EVENT_TYPE_MARKER_RECORDED: {
         const change = await approvalChange(converter, event);
         if (change) {
           const { state, ...approval } = change;
@@ -207,9 +208,7 @@ async function* runStream(
               : { type: 'approval-decided', ...(approval as SubagentApprovalDecision) },
           );
         }
-        break;
-      }
-      case EventType.EVENT_TYPE_MARKER_RECORDED: {
+        // The settle point: a memo change, or a local activity's marker.
         const settled = await settledOutcome(converter, event);
         if (settled && !settledSegments.has(settled.segment)) {
           settledSegments.add(settled.segment);

@@ -9,6 +9,7 @@ import { SETTLED_ACTIVITY } from '../../activities/types';
 import {
   APPROVAL_MEMO_KEY,
   type ApprovalMemo,
+  SETTLED_MEMO_KEY,
   type SegmentOutcome,
   type SubagentRunInput,
   type SubagentRunOutcome,
@@ -52,6 +53,9 @@ export async function settledOutcome(
   converter: LoadedDataConverter,
   event: HistoryEvent,
 ): Promise<SegmentOutcome | undefined> {
+  // A small outcome is a memo change; a larger one (or one from before) a local activity's marker.
+  const memo = event.workflowPropertiesModifiedEventAttributes?.upsertedMemo?.fields?.[SETTLED_MEMO_KEY];
+  if (memo) return (await decodePayload(converter, [memo])) as SegmentOutcome;
   const marker = event.markerRecordedEventAttributes;
   if (event.eventType !== EventType.EVENT_TYPE_MARKER_RECORDED || marker?.markerName !== LOCAL_ACTIVITY_MARKER) {
     return undefined;

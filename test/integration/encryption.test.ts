@@ -94,10 +94,15 @@ it('rotates a key under a parked run: the new key seals what comes next, the old
     await parked.result;
     const resumed = parked.resume!(text('sealed with b'));
     expect(await resumed.result).toEqual({ output: text('two: sealed with b'), stopReason: 'completed' });
-    const runs: string[] = [];
-    for await (const execution of raw.client.workflow.list({ query: `WorkflowId = '${run.id}'` })) {
-      runs.push(execution.runId);
-    }
+    // Listed raw: the memo (the settle record) stays sealed, as the server holds it.
+    const { executions } = await raw.connection.workflowService.listWorkflowExecutions({
+      namespace: 'default',
+      query: `WorkflowId = '${run.id}'`,
+    });
+    const runs = executions.map((execution) => execution.execution?.runId ?? '');
+    expect(executions.map((execution) => metadata(execution.memo?.fields?.settled ?? undefined, 'encoding'))).toContain(
+      'binary/encrypted',
+    );
     const startKeys = await Promise.all(
       runs.map(async (temporalRunId) => {
         const [started] = await rawHistory(raw, run.id, temporalRunId);

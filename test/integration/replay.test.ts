@@ -28,7 +28,7 @@ describe('replay', () => {
     (file) => (file.startsWith('subagent-run-') || file.startsWith('token-limiter-')) && file.endsWith('.json'),
   );
 
-  it("has recorded histories of each shipped workflow version: the run's v1, v2 with its patched paths, v3 to v10, and the overwritten ones; the token limiter's v1", () => {
+  it("has recorded histories of each shipped workflow version: the run's v1, v2 with its patched paths, v3 to v11, and the overwritten ones; the token limiter's v1", () => {
     expect(files).toEqual(
       expect.arrayContaining([
         ...['start', 'resumed', 'structured', 'agent-loop'].map((label) => `subagent-run-v1-${label}.json`),
@@ -45,6 +45,20 @@ describe('replay', () => {
         ...['start', 'agent-loop'].map((label) => `subagent-run-v8-${label}.json`),
         ...['approvals', 'turn-approval'].map((label) => `subagent-run-v9-${label}.json`),
         'subagent-run-v10-budget.json',
+        ...[
+          'start',
+          'resumed',
+          'structured',
+          'agent-loop',
+          'disposed',
+          'unnudged',
+          'cancelled-dead-worker',
+          'agent-loop-continued',
+          'agent-loop-carried-on',
+          'approvals',
+          'turn-approval',
+          'budget',
+        ].map((label) => `subagent-run-v11-${label}.json`),
         ...['continued', 'ended'].map((label) => `token-limiter-v1-${label}.json`),
         ...['start', 'resumed'].map((label) => `subagent-run-v1-${label}.ec5e0de.json`),
         ...['start', 'resumed', 'structured'].map((label) => `subagent-run-v1-${label}.d523cac.json`),
