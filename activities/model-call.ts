@@ -12,14 +12,16 @@ import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { type ContentBlock, textOf } from '../src/seam/content';
 import { requestedModel } from '../src/seam/delegation';
+import { payloadBytes } from '../src/seam/constants';
 import { causeChain } from '../src/seam/errors';
 import type { SubagentAgentProvider, SubagentModelPrices } from '../src/seam/provider';
 import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
 import type { SubagentStopReason, SubagentUsage } from '../src/seam/result';
 import type { StructuredOutputSchema } from '../src/seam/structured';
-import { type SubagentTool, toolError } from '../src/seam/tool';
+import { type SubagentTool, type SubagentToolContext, type ToolCallOutcome, toolError } from '../src/seam/tool';
 import { createStructuredOutputRuntime } from '../src/structured/runtime';
 import { type ActivityHost, newEntryId, runOf } from './host';
+import { runToolCall } from './tool-call';
 import type { ModelCallInput, ModelCallResult, ModelToolCall, ToolActivityResult } from './types';
 
 /** What one call of the model came to: the result without its id, its calls listed with their answers. */
@@ -102,6 +104,12 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
         });
         host.cache.dropToolResults(runId, input.toolResultIds ?? []);
         const held = await heldForApproval(provider, outcome.toolCalls, input.asksApproval === true);
+        await runInlineTools(host, provider, outcome, held, {
+          cwd: context.request.parent.cwd,
+          signal,
+          runId,
+          callKeyPrefix: `${Context.current().info.workflowExecution?.runId ?? runId}/${outputId}`,
+        });
         // The answers given here enter the next call's tool entry, and are kept as the tools' results are.
         const { toolCalls, ...result } = outcome;
         const answers: Record<string, ToolActivityResult> = {};
@@ -128,6 +136,47 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
       { cancelDetails },
     );
   };
+}
+
+/**
+ * Answers the calls of `outcome` that an inline tool takes (not answered already, not held for
+ * approval), running them concurrently. A tool that rejects answers with an error result, unless
+ * the run was cancelled. Answers that would take the result past the payload limit are left out,
+ * largest first: their calls run as activities.
+ */
+async function runInlineTools(
+  host: ActivityHost,
+  provider: SubagentAgentProvider,
+  outcome: ModelCallOutcome,
+  held: readonly string[],
+  { callKeyPrefix, ...context }: Omit<SubagentToolContext, 'callId' | 'callKey'> & { callKeyPrefix: string },
+): Promise<void> {
+  const inline = outcome.toolCalls.flatMap((call) => {
+    const tool = call.answer || held.includes(call.id) ? undefined : provider.tools.find((t) => t.name === call.name);
+    return tool?.inline ? [{ call, tool }] : [];
+  });
+  if (inline.length === 0) return;
+  await Promise.all(
+    inline.map(async ({ call, tool }) => {
+      let answer: ToolCallOutcome;
+      try {
+        answer = await runToolCall(host, tool, call.arguments, {
+          ...context,
+          callId: call.id,
+          callKey: `${callKeyPrefix}/${call.id}`,
+        });
+      } catch (err) {
+        if (context.signal.aborted) throw err;
+        answer = toolError(`tool ${call.name} failed: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      call.answer = { ...answer, ranInline: true };
+    }),
+  );
+  const ran = inline.map(({ call }) => call).sort((a, b) => payloadBytes(b.answer) - payloadBytes(a.answer));
+  for (const call of ran) {
+    if (payloadBytes(outcome) <= host.deps.maxPayloadBytes) break;
+    delete call.answer;
+  }
 }
 
 /** What a call reserves for its answer when the endpoint sets no `maxTokens`. */

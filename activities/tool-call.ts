@@ -1,9 +1,10 @@
 // One activity per tool of every hosted agent-loop provider, named after the tool, so history
-// reads as the child's actions. Arguments the model got wrong go back to it as a tool error; the
-// tool's output is cut to a size the model (and one payload) can take.
+// reads as the child's actions; an inline tool runs inside the model call that asked for it
+// instead (`runToolCall`, from activities/model-call.ts). Arguments the model got wrong go back to
+// it as a tool error; the tool's output is cut to a size the model (and one payload) can take.
 import { Context } from '@temporalio/activity';
 import type { ContentBlock } from '../src/seam/content';
-import { type ToolCallOutcome, toolError } from '../src/seam/tool';
+import { type SubagentTool, type SubagentToolContext, type ToolCallOutcome, toolError } from '../src/seam/tool';
 import { type ActivityHost, newEntryId, runOf } from './host';
 import type { ToolActivityInput, ToolActivityResult } from './types';
 
@@ -12,7 +13,6 @@ export type ToolActivity = (input: ToolActivityInput) => Promise<ToolActivityRes
 /** The tool activities of every hosted agent-loop provider, by tool name. */
 export function toolActivities(host: ActivityHost): Record<string, ToolActivity> {
   const { deps } = host;
-  const maxToolOutputBytes = deps.maxToolOutputBytes ?? 256 * 1024;
   const activities: Record<string, ToolActivity> = {};
   for (const provider of deps.providers.values()) {
     if (provider.driver !== 'agent-loop') continue;
@@ -22,13 +22,7 @@ export function toolActivities(host: ActivityHost): Record<string, ToolActivity>
         const owner = host.hosted(input.provider, 'agent-loop');
         const runId = runOf(input);
         const implementation = owner.tools.find((candidate) => candidate.name === tool.name) ?? tool;
-        const outcome = await host.heartbeating(async () => {
-          let args: unknown;
-          try {
-            args = input.arguments.trim() === '' ? {} : JSON.parse(input.arguments);
-          } catch {
-            return toolError(`invalid arguments: not JSON (${input.arguments.slice(0, 200)})`);
-          }
+        const outcome = await host.heartbeating(() => {
           const { cancellationSignal: signal, info } = Context.current();
           const parent = {
             runId,
@@ -36,7 +30,7 @@ export function toolActivities(host: ActivityHost): Record<string, ToolActivity>
             ...input.delegation,
             ...(input.cwd === undefined ? {} : { cwd: input.cwd }),
           };
-          const outcome = await implementation.execute(args, {
+          return runToolCall(host, implementation, input.arguments, {
             cwd: input.cwd,
             signal,
             runId,
@@ -45,23 +39,44 @@ export function toolActivities(host: ActivityHost): Record<string, ToolActivity>
             callKey: `${info.workflowExecution?.runId ?? runId}/${info.activityId}`,
             ...(deps.delegate ? { delegate: (nested, request) => deps.delegate!(nested, request, parent) } : {}),
           });
-          return truncated(outcome, maxToolOutputBytes);
         });
-        // The next model call takes the result from here when it runs on this worker.
-        const resultId = newEntryId();
-        const { content, isError } = outcome;
-        host.cache.putToolResult(runId, resultId, {
-          type: 'tool-result',
-          toolCallId: input.callId,
-          content,
-          isError,
-        });
-        return { ...outcome, resultId };
+        return { ...outcome, resultId: cacheToolResult(host, runId, input.callId, outcome) };
       };
     }
   }
   return activities;
 }
+
+/**
+ * Runs one call of `tool` with the model's raw `args`: arguments that are not JSON go back to the
+ * model as a tool error, and the output is cut to the worker's `maxToolOutputBytes`. Rejects as
+ * the tool does (an infrastructure fault, or the run's cancellation).
+ */
+export async function runToolCall(
+  host: ActivityHost,
+  tool: SubagentTool,
+  args: string,
+  context: SubagentToolContext,
+): Promise<ToolCallOutcome> {
+  let parsed: unknown;
+  try {
+    parsed = args.trim() === '' ? {} : JSON.parse(args);
+  } catch {
+    return toolError(`invalid arguments: not JSON (${args.slice(0, 200)})`);
+  }
+  const outcome = await tool.execute(parsed, context);
+  return truncated(outcome, host.deps.maxToolOutputBytes ?? DEFAULT_MAX_TOOL_OUTPUT_BYTES);
+}
+
+/** Keeps a tool's result for the next model call, should it run on this worker; returns the id it is kept under. */
+export function cacheToolResult(host: ActivityHost, runId: string, callId: string, outcome: ToolCallOutcome): string {
+  const resultId = newEntryId();
+  const { content, isError } = outcome;
+  host.cache.putToolResult(runId, resultId, { type: 'tool-result', toolCallId: callId, content, isError });
+  return resultId;
+}
+
+const DEFAULT_MAX_TOOL_OUTPUT_BYTES = 256 * 1024;
 
 /** Cuts each text block so the whole outcome stays within `maxBytes`, saying how much was cut. */
 function truncated(outcome: ToolCallOutcome, maxBytes: number): ToolCallOutcome {

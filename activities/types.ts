@@ -116,7 +116,7 @@ export interface ModelCallResult {
   diagnostic?: string;
   /** For a workflow that did not ask for `callsInContent`: the calls in `content` again, each with its answer. */
   toolCalls?: ModelToolCall[];
-  /** With `callsInContent`: the calls the activity answered itself (`structured_output`, a denied or unknown tool), by call id. */
+  /** With `callsInContent`: the calls the activity answered itself (`structured_output`, an inline tool, a denied or unknown tool), by call id. */
   answers?: Record<string, ToolActivityResult>;
   /** With `asksApproval`: the ids of the calls the provider's policy holds for approval. */
   approvals?: string[];
@@ -131,6 +131,8 @@ export interface ModelCallResult {
 export interface ToolActivityResult extends ToolCallOutcome {
   /** Names this attempt's result: a retried call that ran elsewhere has another id, so no cache mistakes one for the other. */
   resultId?: string;
+  /** An answer the model call gave by running an inline tool (not a refusal or a capture). */
+  ranInline?: true;
 }
 
 /** Input of a tool activity (its type is the tool's name). */

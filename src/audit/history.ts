@@ -238,6 +238,15 @@ function activityRecords(type: string, input: unknown, result: unknown): { type:
           ...(response.diagnostic ? { diagnostic: response.diagnostic } : {}),
         },
       },
+      // The calls an inline tool answered within the model call, in the order the model made them.
+      ...response.content.flatMap((block) => {
+        if (block.type !== 'tool-call') return [];
+        const answer = response.answers?.[block.id] ?? response.toolCalls?.find((c) => c.id === block.id)?.answer;
+        if (!answer?.ranInline) return [];
+        const { ranInline: _, ...outcome } = answer;
+        const data = { tool: block.name, callId: block.id, arguments: block.arguments, result: outcome, inline: true };
+        return [{ type: 'tool.call', data }];
+      }),
     ];
   }
   if (RESERVED_ACTIVITY_NAMES.includes(type)) return [];

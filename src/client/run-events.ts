@@ -288,7 +288,7 @@ async function* runStream(
       const events: SubagentProgress[] = [];
       if (text) events.push({ type: 'text', text });
       if (call.usage) events.push({ type: 'usage', ...call.usage });
-      // The calls the model-call activity answered itself (a denied tool, `structured_output`).
+      // The calls the model-call activity answered itself (an inline tool, a denied tool, `structured_output`).
       const calls = call.content.flatMap((block) => (block.type === 'tool-call' ? [block] : []));
       for (const block of calls) {
         const answer = call.answers?.[block.id] ?? call.toolCalls?.find((listed) => listed.id === block.id)?.answer;

@@ -42,7 +42,10 @@ export interface SubagentToolContext {
   delegate?(provider: string, request: SubagentNestedStartRequest): SubagentRun;
 }
 
-/** A tool an agent-loop child can call; each call runs as an activity named after it. */
+/**
+ * A tool an agent-loop child can call. Each call runs as an activity named after it, or, for an
+ * `inline` tool, inside the model call that asked for it.
+ */
 export interface SubagentTool {
   /** snake_case; the activity type name in Temporal history. */
   readonly name: string;
@@ -57,6 +60,14 @@ export interface SubagentTool {
    * decides per call from the parsed arguments. Default: never.
    */
   readonly needsApproval?: boolean | ((args: unknown) => boolean | Promise<boolean>);
+  /**
+   * Run each call inside the model call that asked for it, not as an activity of its own: its
+   * result reaches the workflow with the model's answer, which saves a round trip to the server
+   * and a workflow task per step. For a quick tool with no side effects only: a retried model call
+   * runs it again, and a rejection becomes an error result the model reads instead of a retry. An
+   * inline call gets no `delegate`. Default false; the built-in file tools are inline.
+   */
+  readonly inline?: boolean;
   /**
    * Runs the tool with the model's parsed arguments. Resolves with what the model sees; bad
    * arguments and refused paths resolve with `isError` and never throw. A rejection means an

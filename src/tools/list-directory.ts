@@ -16,6 +16,8 @@ export function listDirectoryTool(options: { maxEntries?: number } = {}): Subage
   const maxEntries = positiveIntegerOption('maxEntries', options.maxEntries, 500);
   return {
     name: 'list_directory',
+    // Read-only and quick: it runs inside the model call that asked for it.
+    inline: true,
     description:
       "List a directory inside the working directory: one entry per line, sorted, directories end with '/'. " +
       `At most ${maxEntries} entries are shown. The path is relative to the working directory and defaults to '.'.`,

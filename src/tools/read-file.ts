@@ -25,6 +25,8 @@ export function readFileTool(options: { maxBytes?: number } = {}): SubagentTool 
   const maxBytes = positiveIntegerOption('maxBytes', options.maxBytes, 64 * 1024);
   return {
     name: 'read_file',
+    // Read-only and quick: it runs inside the model call that asked for it.
+    inline: true,
     description:
       `Read a text file inside the working directory. Returns a header line, then the file's text. ` +
       `Use offset (1-based line) and limit (line count) to read part of a large file; output past ${maxBytes} bytes is cut with a note. ` +

@@ -40,6 +40,8 @@ export function searchTextTool(options: { maxResults?: number; maxFileBytes?: nu
   const maxFileBytes = positiveIntegerOption('maxFileBytes', options.maxFileBytes, 1024 * 1024);
   return {
     name: 'search_text',
+    // Read-only and quick: it runs inside the model call that asked for it.
+    inline: true,
     description:
       'Search text files under a path inside the working directory. Returns matching lines as `path:line: text`. ' +
       'The pattern is a case-sensitive literal substring, or a regular expression in RE2 syntax (no flags, backreferences or lookaround) when regex is true. ' +

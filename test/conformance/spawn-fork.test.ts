@@ -1,11 +1,17 @@
 // Seam §7.4-§7.7 (and §5.2, §5.3, §5.6): the spawn and fork providers over real HTTP to a fake
-// OpenAI-compatible server (a test double), with the real Temporal server: the agent loop, tools as
-// activities, filters, path confinement, structured capture through the real tool, fork seeding,
+// OpenAI-compatible server (a test double), with the real Temporal server: the agent loop, tools
+// inline in the model call or as activities, filters, path confinement, structured capture through the real tool, fork seeding,
 // cancellation of the HTTP call, retries and failures. Clause tests are named after their clause.
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { STRUCTURED_OUTPUT_INSTRUCTION, createForkProvider, createSpawnProvider } from '../../src/worker';
+import {
+  STRUCTURED_OUTPUT_INSTRUCTION,
+  builtinFileTools,
+  createForkProvider,
+  createSpawnProvider,
+} from '../../src/worker';
+import { exportAudit } from '../../src/audit';
 import { runStarted, type SubagentRun, type SubagentRunEndInfo, type SubagentSessionEvent } from '../../src';
 import {
   errorReply,
@@ -41,6 +47,8 @@ writeFileSync(join(outside, 'secret.txt'), 'do not read\n');
 const settings = { retry: { initialInterval: '100 ms' }, maxStepsPerTurn: 250 };
 let spawn: ReturnType<typeof createSpawnProvider>;
 let fork: ReturnType<typeof createForkProvider>;
+/** A spawn child whose file tools are not inline: each call is an activity of its own. */
+let activityTools: ReturnType<typeof createSpawnProvider>;
 
 beforeAll(async () => {
   temporal = await connectTestTemporal();
@@ -48,10 +56,26 @@ beforeAll(async () => {
   const endpoint = { baseURL: fake.baseURL, apiKey: 'test-key', model: 'fake-model' };
   spawn = createSpawnProvider({ name: uniqueName('spawn'), endpoint, runSettings: settings });
   fork = createForkProvider({ name: uniqueName('fork'), endpoint, runSettings: settings });
-  stopWorker = await startWorker(temporal, [spawn, fork], { heartbeatIntervalMs: 200 });
+  activityTools = createSpawnProvider({
+    name: uniqueName('activity-tools'),
+    endpoint,
+    runSettings: settings,
+    tools: [
+      ...builtinFileTools().map((tool) => ({ ...tool, inline: false })),
+      {
+        name: 'explode',
+        description: 'Always fails.',
+        parameters: { type: 'object', properties: {} },
+        inline: true,
+        execute: () => Promise.reject(new Error('boom')),
+      },
+    ],
+  });
+  stopWorker = await startWorker(temporal, [spawn, fork, activityTools], { heartbeatIntervalMs: 200 });
   service = newService(temporal);
   service.registerProvider(spawn);
   service.registerProvider(fork);
+  service.registerProvider(activityTools);
 });
 afterAll(async () => {
   await stopWorker?.();
@@ -185,13 +209,50 @@ describe('§7.5 spawn', () => {
     await run.dispose();
   });
 
-  it('runs a tool call as an activity named after the tool and hands its result to the next model call', async () => {
+  it('runs an inline tool (the built-in read_file) inside the model call, hands its result to the next call, and records the call in the audit and the events', async () => {
     const since = mark();
     fake.enqueue(
       toolCallReply([{ id: 'call-read', name: 'read_file', arguments: { path: 'notes.txt' } }]),
       textReply('it says 42'),
     );
     const run = startSpawn('what do the notes say?');
+    expect(await run.result).toEqual({ output: text('it says 42'), stopReason: 'completed' });
+    expect(messagesOf(1, since).at(-1)).toMatchObject({
+      role: 'tool',
+      tool_call_id: 'call-read',
+      content: expect.stringContaining('the answer is 42'),
+    });
+    // No activity of its own: one model call answered it, the next read its result.
+    expect(await activityTypes(run)).toEqual(['subagentModelCall', 'subagentModelCall']);
+    const audit = await exportAudit(temporal.client, run.id);
+    expect(audit.filter((record) => record.type === 'tool.call').map((record) => record.data)).toEqual([
+      {
+        tool: 'read_file',
+        callId: 'call-read',
+        arguments: JSON.stringify({ path: 'notes.txt' }),
+        result: expect.objectContaining({ isError: false, content: [expect.objectContaining({ type: 'text' })] }),
+        inline: true,
+        temporalRunId: expect.any(String),
+      },
+    ]);
+    const events: string[] = [];
+    for await (const event of run.events!({ from: 0 })) {
+      if (event.type === 'tool-call-start' || event.type === 'tool-call-end') {
+        events.push(`${event.type} ${event.tool}`);
+      }
+      if (event.type === 'settled') break;
+    }
+    expect(events).toEqual(['tool-call-start read_file', 'tool-call-end read_file']);
+    await run.dispose();
+  });
+
+  it('runs a tool that is not inline as an activity named after the tool and hands its result to the next model call', async () => {
+    const since = mark();
+    fake.enqueue(
+      toolCallReply([{ id: 'call-read', name: 'read_file', arguments: { path: 'notes.txt' } }]),
+      textReply('it says 42'),
+    );
+    const run = service.start(activityTools.name, { prompt: text('what do the notes say?'), parent });
     expect(await run.result).toEqual({ output: text('it says 42'), stopReason: 'completed' });
     const messages = messagesOf(1, since);
     expect(messages.at(-2)).toMatchObject({
@@ -204,6 +265,20 @@ describe('§7.5 spawn', () => {
       content: expect.stringContaining('the answer is 42'),
     });
     expect(await activityTypes(run)).toEqual(['subagentModelCall', 'read_file', 'subagentModelCall']);
+    await run.dispose();
+  });
+
+  it('answers an inline tool that rejects with an error result the model reads, and goes on', async () => {
+    const since = mark();
+    fake.enqueue(toolCallReply([{ id: 'call-x', name: 'explode', arguments: {} }]), textReply('it broke'));
+    const run = service.start(activityTools.name, { prompt: text('try it'), parent });
+    expect(await run.result).toEqual({ output: text('it broke'), stopReason: 'completed' });
+    expect(messagesOf(1, since).at(-1)).toMatchObject({
+      role: 'tool',
+      tool_call_id: 'call-x',
+      content: 'Error: tool explode failed: boom',
+    });
+    expect(await activityTypes(run)).toEqual(['subagentModelCall', 'subagentModelCall']);
     await run.dispose();
   });
 

@@ -95,7 +95,10 @@ describe('run.events()', () => {
     expect(shape(live)).toEqual([
       { type: 'turn-start', turn: 0 },
       { type: 'usage', promptTokens: 10, completionTokens: 5 },
-      // Answered by the model call itself: the child has no such tool.
+      // Both answered by the model call itself, in call order: list_directory is inline, and the
+      // child has no such tool.
+      { type: 'tool-call-start', callId: 'call_1', tool: 'list_directory', arguments: '{}' },
+      { type: 'tool-call-end', callId: 'call_1', tool: 'list_directory', isError: false, summary: 'notes.txt' },
       { type: 'tool-call-start', callId: 'call_2', tool: 'no_such_tool', arguments: '{}' },
       {
         type: 'tool-call-end',
@@ -104,8 +107,6 @@ describe('run.events()', () => {
         isError: true,
         summary: expect.stringContaining('is not available to this subagent'),
       },
-      { type: 'tool-call-start', callId: 'call_1', tool: 'list_directory', arguments: '{}' },
-      { type: 'tool-call-end', callId: 'call_1', tool: 'list_directory', isError: false, summary: 'notes.txt' },
       { type: 'text', text: 'listed' },
       { type: 'usage', promptTokens: 10, completionTokens: 5 },
       { type: 'turn-end', turn: 0, stopReason: 'completed' },
