@@ -59,7 +59,9 @@ async function main(): Promise<void> {
         prompt: textContent('Describe the layout of this repository.'),
         parent: { id: 'main-agent', session: { header: { id: 'main-session', cwd: process.cwd() } } },
       });
-      step(`started run ${run.id}: a workflow on task queue subagents.spawn; each model call is an activity, its file tools run within it`);
+      step(
+        `started run ${run.id}: a workflow on task queue subagents.spawn; each model call is an activity, its file tools run within it`,
+      );
       if (fake) await fake.waitForRequests(1);
       run.sendMessage!(textContent('Keep it to one sentence.'));
       step('sent a steering message: the child gets it before its next model call');
