@@ -270,8 +270,8 @@ export async function startFakeOpenAI(
   };
   const quotaStats = { served: 0, refused: 0, refusedForTokens: 0, maxInWindow: 0, tokens: 0 };
   const perMinute = options.quota?.tokensPerMinute;
-  const bucket = perMinute ? { size: options.quota?.tokenBurst ?? perMinute, level: 0, at: Date.now() } : undefined;
-  if (bucket) bucket.level = bucket.size;
+  const burst = options.quota?.tokenBurst ?? perMinute ?? 0;
+  const bucket = perMinute ? { size: burst, level: burst, at: Date.now() } : undefined;
   /** Takes `tokens` from the token bucket (it may go below 0 for usage beyond the charge). */
   const chargeTokens = (tokens: number) => {
     quotaStats.tokens += tokens;
