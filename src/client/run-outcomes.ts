@@ -37,6 +37,12 @@ const CLOSING_EVENTS = new Set<number>([
 const QUERY_DEADLINE_MS = 10_000;
 const MAX_BACKOFF_MS = 5_000;
 const MAX_ASK_INTERVAL_MS = 1_000;
+/**
+ * A long poll that comes back empty after this long found the history quiet (the server ends one
+ * at 20 s). One can also come back empty at once, woken by a change that added no event: that is
+ * no reason to ask the run, which would cost a query of its worker.
+ */
+const QUIET_POLL_MS = 10_000;
 
 /** The run's workflow predates the outcome query: the caller falls back to the update it answers. */
 export class OutcomeQueryMissing extends Error {}
@@ -129,6 +135,7 @@ class RunWatch {
     while (this.waiters.size > 0) {
       let events: HistoryEvent[];
       const firstPage = nextPageToken === undefined;
+      const polledAt = Date.now();
       try {
         const response = await this.client.connection.withAbortSignal(this.stop.signal, () =>
           this.client.workflowService.getWorkflowExecutionHistory({
@@ -181,8 +188,8 @@ class RunWatch {
       // A running workflow has more than its start event: a server that pages no further (the
       // time-skipping test server, whose long polls wait only for events yet to come) is asked instead.
       if (firstPage && !nextPageToken?.length && !this.closesOnSettle) return this.askNowAndThen();
-      // A long poll that timed out (20 s): ask the run too, in case an answer was missed.
-      if (events.length === 0) this.check();
+      // A long poll that timed out: ask the run too, in case an answer was missed.
+      if (events.length === 0 && Date.now() - polledAt >= QUIET_POLL_MS) this.check();
     }
   }
 

@@ -1,10 +1,11 @@
 // Any number of observers on one run: a thousand waiters in five processes all receive its
 // result, and its history is the same as a run's with one waiter. Waiters that began before a
 // resume follow it to the segment they wait for.
+import { Client } from '@temporalio/client';
 import { runStarted } from '../../src';
 import { segmentOutcome } from '../../src/client/run-outcomes';
 import { createScriptedProvider, spawnReadyProcess } from '../../src/testing';
-import { fixture, testRuns, text, turnGates, uniqueName } from '../helpers/temporal';
+import { fixture, newService, testRuns, text, turnGates, uniqueName } from '../helpers/temporal';
 
 const scripted = createScriptedProvider({ name: uniqueName('observed') });
 const runs = testRuns([scripted]);
@@ -77,4 +78,30 @@ it('waiters that began before a resume follow it: each gets the segment it waits
     code: 'UNKNOWN_RUN',
   });
   await resumed.dispose();
+}, 60_000);
+
+it('asks the run nothing while it waits for a result: no query from start to settle', async () => {
+  // A caller whose every query its client's interceptor counts.
+  const queries: string[] = [];
+  const client = new Client({
+    connection: runs.temporal.connection,
+    interceptors: {
+      workflow: [
+        {
+          async query(input, next) {
+            queries.push(input.queryType);
+            return next(input);
+          },
+        },
+      ],
+    },
+  });
+  const service = newService({ ...runs.temporal, client });
+  service.registerProvider(scripted);
+  for (let i = 0; i < 5; i++) {
+    const run = service.start(scripted.name, { prompt: text(`quiet ${i}`), parent: { id: 'p' } });
+    expect(await run.result).toEqual({ output: text(`scripted reply to: quiet ${i}`), stopReason: 'completed' });
+    await run.dispose();
+  }
+  expect(queries).toEqual([]);
 }, 60_000);
