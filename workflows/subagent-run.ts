@@ -316,9 +316,11 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
       if (!carryViolation(next)) await continueWith(next);
     };
     // A budget's deadline cuts the segment off wherever it is, a model call in flight included.
-    const deadlineScope = new CancellationScope();
+    // (No scope without one: every scope costs promises, each with a captured stack trace.)
     const deadline = request.budget?.deadline;
+    let deadlineScope: CancellationScope | undefined;
     if (deadline !== undefined) {
+      deadlineScope = new CancellationScope();
       void deadlineScope
         .run(() => sleep(Math.max(deadline - Date.now(), 1)))
         .then(() => {
@@ -362,7 +364,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
       if (!isCancellation(err) && !stoppedTurn) throw err;
       return stopped(lastOutput);
     } finally {
-      deadlineScope.cancel();
+      deadlineScope?.cancel();
     }
     const { output, stopReason, diagnostic, structured } = last!;
     if (structuredRun && structured === undefined && stopReason === 'completed') {
@@ -498,10 +500,14 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
 
   phase = 'closing';
   if (indexed && parks) upsertSearchAttributes([{ key: STATUS_ATTRIBUTE, value: 'closed' }]);
-  await CancellationScope.nonCancellable(async () => {
-    if (closedBy === 'cancelled' || closedBy === 'disposed') await cancelChildren();
-    await condition(allHandlersFinished);
-  });
+  const cancelsChildren = (closedBy === 'cancelled' || closedBy === 'disposed') && children.size > 0;
+  // Most runs have nothing to wait for here: they skip the scope, which costs no command either way.
+  if (cancelsChildren || !allHandlersFinished()) {
+    await CancellationScope.nonCancellable(async () => {
+      if (cancelsChildren) await cancelChildren();
+      await condition(allHandlersFinished);
+    });
+  }
   const previous = carried?.previous === undefined ? {} : { previous: carried.previous };
   return { ...outcome, closedBy, undeliveredMessages: state.pending.length, ...previous };
 
