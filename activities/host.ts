@@ -112,8 +112,13 @@ export const TEXT_BATCHES = { firstMs: 250, maxMs: 1000 };
 
 export interface TextPublisher {
   add(delta: string): void;
+  /** The child's reasoning, in the same batches as its text. */
+  addReasoning(delta: string): void;
   close(): Promise<void>;
 }
+
+/** One batch of streamed text: what the child said, and what it reasoned, since the last. */
+export type TextBatch = Pick<TextDeltaArgs, 'text' | 'reasoning'>;
 
 export function createActivityHost(deps: ActivityDependencies): ActivityHost {
   const cache = deps.cache ?? new RunContextCache();
@@ -223,42 +228,48 @@ export function createActivityHost(deps: ActivityDependencies): ActivityHost {
       const { publishText, textBatches = TEXT_BATCHES } = deps;
       if (!publishText) return undefined;
       const { attempt } = Context.current().info;
-      return textPublisher((text) => publishText(runId, { turn, attempt, text }), textBatches);
+      return textPublisher((batch) => publishText(runId, { turn, attempt, ...batch }), textBatches);
     },
   };
 }
 
 /**
- * Hands streamed text on in batches, in order. The first goes `firstMs` after the text
- * begins, so a call that ends sooner publishes nothing (its result holds the whole text); each
+ * Hands streamed text and reasoning on in batches, in order. The first goes `firstMs` after the
+ * text begins, so a call that ends sooner publishes nothing (its result holds the whole text); each
  * wait after it is twice the one before, up to `maxMs`: the first words come soon, and a long
  * answer costs a batch per `maxMs` (each batch is a history event and a workflow task). `close`
  * drops what is not sent yet and waits for what is, so every batch is in history before the
  * call's result. A batch that cannot be sent is skipped.
  */
 export function textPublisher(
-  publish: (text: string) => Promise<void>,
+  publish: (batch: TextBatch) => Promise<void>,
   { firstMs, maxMs }: { firstMs: number; maxMs: number },
 ): TextPublisher {
-  let pending = '';
+  let text = '';
+  let reasoning = '';
   let timer: NodeJS.Timeout | undefined;
   let sending = Promise.resolve();
   let waitMs = firstMs;
   const flush = () => {
     timer = undefined;
     waitMs = Math.min(waitMs * 2, maxMs);
-    const text = pending;
-    pending = '';
-    if (text) sending = sending.then(() => publish(text)).catch(() => undefined);
+    if (!text && !reasoning) return;
+    const batch: TextBatch = { text, ...(reasoning ? { reasoning } : {}) };
+    text = reasoning = '';
+    sending = sending.then(() => publish(batch)).catch(() => undefined);
   };
   return {
     add(delta) {
-      pending += delta;
+      text += delta;
+      timer ??= setTimeout(flush, waitMs);
+    },
+    addReasoning(delta) {
+      reasoning += delta;
       timer ??= setTimeout(flush, waitMs);
     },
     async close() {
       clearTimeout(timer);
-      pending = '';
+      text = reasoning = '';
       await sending;
     },
   };

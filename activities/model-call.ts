@@ -68,6 +68,10 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
           counted.completionChars += delta.length;
           publisher?.add(delta);
         };
+        const onReasoning = (delta: string) => {
+          counted.completionChars += delta.length;
+          publisher?.addReasoning(delta);
+        };
         let outcome: ModelCallOutcome;
         try {
           // An endpoint at its rate limit is waited for here, as long as it asks, without spending
@@ -77,6 +81,7 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
             try {
               outcome = await callModel(clientFor(provider), provider, context.request, conversation, signal, {
                 onText,
+                onReasoning,
                 ...(tokens ? { admit: tokens.admit } : {}),
               });
               await tokens?.charge(outcome.usage);
@@ -334,6 +339,8 @@ export interface ChatRequestBody {
 export interface ModelCallHooks {
   /** Streams the call (server-sent events), handing each piece of text to it as it comes. */
   onText?(delta: string): void;
+  /** With `onText`: each piece of the model's reasoning, as an endpoint that sends it streams it. */
+  onReasoning?(delta: string): void;
   /** Waits until the request may be sent; resolves with why it never may (the call ends `error`). */
   admit?(body: ChatRequestBody): Promise<string | undefined>;
 }
@@ -350,7 +357,7 @@ export async function callModel(
   request: ResolvedSubagentRequest,
   conversation: readonly TranscriptEntry[],
   signal: AbortSignal,
-  { onText, admit }: ModelCallHooks = {},
+  { onText, onReasoning, admit }: ModelCallHooks = {},
 ): Promise<ModelCallOutcome> {
   const model = requestedModel(request) ?? provider.endpoint.model;
   if (!model) {
@@ -377,13 +384,22 @@ export async function callModel(
   };
   const refusal = await admit?.(body);
   if (refusal) return failed(refusal);
+  // Reasoning comes in a field OpenAI's API lacks; the client's stream keeps only its last piece.
+  let reasoning = '';
   try {
     if (onText) {
       const stream = client.chat.completions.stream({ ...body, stream_options: { include_usage: true } }, options);
       stream.on('content.delta', ({ delta }) => onText(delta));
+      stream.on('chunk', (chunk) => {
+        const delta = reasoningOf(chunk.choices[0]?.delta);
+        if (!delta) return;
+        reasoning += delta;
+        onReasoning?.(delta);
+      });
       completion = await stream.finalChatCompletion();
     } else {
       completion = await client.chat.completions.create(body, options);
+      reasoning = reasoningOf(completion.choices?.[0]?.message);
     }
   } catch (err) {
     if (signal.aborted) throw err;
@@ -394,6 +410,7 @@ export async function callModel(
   if (!choice) return failed('the model endpoint returned no choices');
   const { message } = choice;
   const content: ContentBlock[] = [];
+  if (reasoning) content.push({ type: 'reasoning', text: reasoning });
   if (message.content) content.push({ type: 'text', text: message.content });
   if (message.refusal) content.push({ type: 'text', text: message.refusal });
   const toolCalls: ModelToolCall[] = [];
@@ -426,6 +443,19 @@ export async function callModel(
     }
     return {};
   }
+}
+
+/**
+ * The reasoning in a message or a stream's delta: `reasoning_content` (DeepSeek, vLLM, SGLang) or
+ * `reasoning` (OpenRouter, Ollama); '' when there is none. It is never sent back to the model.
+ */
+function reasoningOf(part: object | undefined): string {
+  const { reasoning_content: content, reasoning } = (part ?? {}) as {
+    reasoning_content?: unknown;
+    reasoning?: unknown;
+  };
+  if (typeof content === 'string') return content;
+  return typeof reasoning === 'string' ? reasoning : '';
 }
 
 /**

@@ -73,7 +73,7 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
                 ),
             }
           : {}),
-        ...(publisher ? { streamText: publisher.add } : {}),
+        ...(publisher ? { streamText: publisher.add, streamReasoning: publisher.addReasoning } : {}),
         lastHeartbeat: activity.info.heartbeatDetails,
         ...(structuredOutput ? { structuredOutput } : {}),
         ...(deps.delegate

@@ -152,7 +152,10 @@ export interface TextDeltaArgs {
   turn: number;
   /** The model call's attempt: a retried call streams its text again from the start. */
   attempt: number;
+  /** The text since the last batch ('' when only reasoning came). */
   text: string;
+  /** The reasoning since the last batch, which came before the text (batches from before 2026-12-03 have none). */
+  reasoning?: string;
 }
 
 /** A turn's provider asks its run for an approval (`requestApprovalUpdate`). */

@@ -294,7 +294,10 @@ function describeRecord(record: Pick<AuditRecord, 'type' | 'data'>): string | un
     case 'turn':
       return `turn ${String(data.turn)} ${String(data.stopReason)}: ${content(data.output)}`;
     case 'text.delta':
-      return `… ${String(data.text)}`;
+      return [
+        ...(data.reasoning ? [`… (thinking) ${String(data.reasoning)}`] : []),
+        ...(data.text ? [`… ${String(data.text)}`] : []),
+      ].join('\n');
     case 'model.call':
       return `model call (turn ${String(data.turn)}) ${String(data.stopReason)}: ${content(data.output)}`;
     case 'tool.call':

@@ -158,8 +158,10 @@ async function* runStream(
           const { runId: childId } = (await decodePayload(converter, input?.payloads)) as { runId: string };
           progress.push({ type: 'child-start', childId });
         } else if (signalName === 'textDelta') {
-          const { turn: deltaTurn, attempt, text } = (await decodePayload(converter, input?.payloads)) as TextDeltaArgs;
-          progress.push({ type: 'text-delta', turn: deltaTurn, attempt, text });
+          const batch = (await decodePayload(converter, input?.payloads)) as TextDeltaArgs;
+          const { turn: deltaTurn, attempt, text, reasoning } = batch;
+          if (reasoning) progress.push({ type: 'reasoning-delta', turn: deltaTurn, attempt, text: reasoning });
+          if (text) progress.push({ type: 'text-delta', turn: deltaTurn, attempt, text });
         } else if (signalName === 'sendMessage') {
           // A signal retried after a lost response is one message, as the workflow counts it.
           const { content, id } = (await decodePayload(converter, input?.payloads)) as SentMessage;
@@ -278,6 +280,7 @@ async function* runStream(
       const { output, stopReason, diagnostic } = result as TurnActivityResult;
       const text = textOf(output);
       return [
+        ...reasoningIn(output),
         ...(text ? [{ type: 'text' as const, text }] : []),
         { type: 'turn-end', turn: (input as { turn: number }).turn, stopReason, ...(diagnostic ? { diagnostic } : {}) },
       ];
@@ -285,7 +288,7 @@ async function* runStream(
     if (type === MODEL_CALL_ACTIVITY) {
       const call = result as ModelCallResult;
       const text = textOf(call.content.filter((block) => block.type === 'text'));
-      const events: SubagentProgress[] = [];
+      const events: SubagentProgress[] = reasoningIn(call.content);
       if (text) events.push({ type: 'text', text });
       if (call.usage) events.push({ type: 'usage', ...call.usage });
       // The calls the model-call activity answered itself (an inline tool, a denied tool, `structured_output`).
@@ -327,6 +330,12 @@ async function* runStream(
 interface SentMessage {
   content: ContentBlock[];
   id?: string;
+}
+
+/** The reasoning an output shows, as one event. */
+function reasoningIn(content: readonly ContentBlock[]): SubagentProgress[] {
+  const text = content.map((block) => (block.type === 'reasoning' ? block.text : '')).join('');
+  return text ? [{ type: 'reasoning', text }] : [];
 }
 
 function toolEnd(callId: string, tool: string, outcome: ToolActivityResult): SubagentProgress {

@@ -139,10 +139,12 @@ async function acpTurn(
 
     let prompt = input;
     let output = '';
+    let reasoning = '';
     let stopReason: SubagentStopReason;
     for (;;) {
-      const response = (await agent.prompt(sessionId, prompt)) as Acp.PromptResponse & { text: string };
+      const response = await agent.prompt(sessionId, prompt);
       output = response.text;
+      reasoning = response.reasoning;
       stopReason = ACP_STOP_REASONS.get(response.stopReason) ?? 'error';
       if (stopReason !== 'completed' || ctx.signal.aborted) break;
       // Steering between prompts: what arrived during this one is the next prompt.
@@ -153,7 +155,11 @@ async function acpTurn(
     const unknownStop =
       stopReason === 'error' ? `the ACP agent ended its turn with stopReason "${agent.lastStopReason}"` : undefined;
     return {
-      output: output ? [{ type: 'text', text: output }] : [],
+      // The last prompt's message, with the thinking the agent showed before it.
+      output: [
+        ...(reasoning ? [{ type: 'reasoning' as const, text: reasoning }] : []),
+        ...(output ? [{ type: 'text' as const, text: output }] : []),
+      ],
       stopReason,
       providerState: { sessionId },
       ...unrecorded(agent, ctx),
@@ -172,7 +178,7 @@ async function acpTurn(
   }
 }
 
-type RunSide = Pick<SubagentTurnContext, 'recordPermission' | 'requestApproval' | 'streamText'>;
+type RunSide = Pick<SubagentTurnContext, 'recordPermission' | 'requestApproval' | 'streamText' | 'streamReasoning'>;
 
 /** One agent process and its ACP connection, with the client side's handlers. */
 class AgentProcess {
@@ -183,6 +189,7 @@ class AgentProcess {
   private stderr = '';
   private badLines: string[] = [];
   private chunks: string[] = [];
+  private thoughts: string[] = [];
   private connection!: Acp.ClientConnection;
   private stopping: Promise<void> | undefined;
   private readonly exit: Promise<{ code: number | null; signal: string | null }>;
@@ -239,6 +246,9 @@ class AgentProcess {
         if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text') {
           this.chunks.push(update.content.text);
           this.run.streamText?.(update.content.text);
+        } else if (update.sessionUpdate === 'agent_thought_chunk' && update.content.type === 'text') {
+          this.thoughts.push(update.content.text);
+          this.run.streamReasoning?.(update.content.text);
         }
       })
       .onRequest(acp.methods.client.session.requestPermission, ({ params }) => this.decide(params))
@@ -281,15 +291,19 @@ class AgentProcess {
     return this.connection.agent.request(method, params);
   }
 
-  /** One prompt: its text chunks and its stop reason. */
-  async prompt(sessionId: string, messages: ContentBlock[][]): Promise<{ stopReason: string; text: string }> {
+  /** One prompt: its text chunks, its thought chunks and its stop reason. */
+  async prompt(
+    sessionId: string,
+    messages: ContentBlock[][],
+  ): Promise<{ stopReason: string; text: string; reasoning: string }> {
     this.chunks = [];
+    this.thoughts = [];
     const blocks = messages
       .flat()
       .flatMap((block) => (block.type === 'text' ? [{ type: 'text' as const, text: block.text }] : []));
     const response = (await this.request('session/prompt', { sessionId, prompt: blocks })) as Acp.PromptResponse;
     this.lastStopReason = response.stopReason;
-    return { stopReason: response.stopReason, text: this.chunks.join('') };
+    return { stopReason: response.stopReason, text: this.chunks.join(''), reasoning: this.thoughts.join('') };
   }
 
   /** `op`, or a failure naming what the agent did not do within `ms`. */

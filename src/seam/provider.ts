@@ -132,6 +132,11 @@ export interface SubagentTurnContext {
    * batched); the turn's output still carries the whole. Absent where nothing is published.
    */
   streamText?(delta: string): void;
+  /**
+   * Hands the child's reasoning (its thinking, where the agent shows it) to the run's observers as
+   * it comes (`reasoning-delta` events, in the same batches as the text). Absent where nothing is published.
+   */
+  streamReasoning?(delta: string): void;
   readonly lastHeartbeat: unknown;
   /**
    * Present when the run asked for structured output (and the provider declares the

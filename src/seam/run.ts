@@ -71,9 +71,13 @@ export interface SubagentLogger {
  * What a run is doing, as its history records it: one of these per step, in order. A streaming
  * model call's text comes in batches as it is generated (`text-delta`; a retried call's attempt
  * streams again from the start), then whole once the call answered (`text`, which supersedes them).
+ * The child's reasoning, where its model or agent shows it, comes the same way, before its text
+ * (`reasoning-delta`, then `reasoning`).
  */
 export type SubagentProgress =
   | { type: 'turn-start'; turn: number }
+  | { type: 'reasoning-delta'; turn: number; attempt: number; text: string }
+  | { type: 'reasoning'; text: string }
   | { type: 'text-delta'; turn: number; attempt: number; text: string }
   | { type: 'text'; text: string }
   | { type: 'tool-call-start'; callId: string; tool: string; arguments: string }

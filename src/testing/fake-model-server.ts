@@ -78,6 +78,8 @@ interface AssistantMessage {
   role: 'assistant';
   content: string | null;
   refusal: string | null;
+  /** The model's reasoning before its answer, as DeepSeek and vLLM send it (not in OpenAI's own API). */
+  reasoning_content?: string;
   tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[];
 }
 
@@ -118,6 +120,8 @@ export function textReply(
     delayMs?: number;
     tokenDelayMs?: number;
     model?: string;
+    /** Reasoning sent before the text (`reasoning_content`), streamed a word at a time like it. */
+    reasoning?: string;
   } = {},
 ): FakeReply {
   return withTokenDelay(
@@ -126,7 +130,12 @@ export function textReply(
       (ctx) =>
         chatCompletion(
           ctx,
-          { role: 'assistant', content: text, refusal: null },
+          {
+            role: 'assistant',
+            content: text,
+            refusal: null,
+            ...(options.reasoning === undefined ? {} : { reasoning_content: options.reasoning }),
+          },
           options.finishReason ?? 'stop',
           options.usage,
         ),
@@ -144,7 +153,7 @@ function withTokenDelay(tokenDelayMs: number | undefined, reply: FakeReply): Fak
 /** `arguments`: a string is sent as is, anything else is JSON-encoded (undefined becomes '{}'). */
 export function toolCallReply(
   calls: { id?: string; name: string; arguments: unknown }[],
-  options: { text?: string; usage?: Usage; delayMs?: number } = {},
+  options: { text?: string; usage?: Usage; delayMs?: number; reasoning?: string } = {},
 ): FakeReply {
   return completionReply(
     (ctx) =>
@@ -154,6 +163,7 @@ export function toolCallReply(
           role: 'assistant',
           content: options.text ?? null,
           refusal: null,
+          ...(options.reasoning === undefined ? {} : { reasoning_content: options.reasoning }),
           tool_calls: calls.map((call) => ({
             id: call.id ?? ctx.nextCallId(),
             type: 'function' as const,
@@ -528,8 +538,8 @@ function isCompletion(body: unknown): body is Completion {
 }
 
 /**
- * A completion as the chunks of a stream: the role, the content a word at a time (`tokenDelayMs`
- * before each), each tool call whole, the finish reason, the usage if asked, then `[DONE]`.
+ * A completion as the chunks of a stream: the role, the reasoning and then the content a word at
+ * a time (`tokenDelayMs` before each), each tool call whole, the finish reason, the usage if asked, then `[DONE]`.
  */
 async function streamCompletion(
   res: ServerResponse,
@@ -547,7 +557,12 @@ async function streamCompletion(
       `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: null, ...extra }] })}\n\n`,
     );
   send({ role: 'assistant', content: '' });
-  for (const word of choice.message.content?.match(/\S+\s*|\s+/g) ?? []) {
+  const words = (text: string | null | undefined) => text?.match(/\S+\s*|\s+/g) ?? [];
+  for (const word of words(choice.message.reasoning_content)) {
+    if (tokenDelayMs > 0 && !(await delayUnlessAborted(tokenDelayMs, done))) return;
+    send({ reasoning_content: word });
+  }
+  for (const word of words(choice.message.content)) {
     if (tokenDelayMs > 0 && !(await delayUnlessAborted(tokenDelayMs, done))) return;
     onText?.(word);
     send({ content: word });

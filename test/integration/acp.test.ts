@@ -134,6 +134,31 @@ it('hands the agent’s chunks to the run’s observers as they come, in batches
   await run.dispose();
 });
 
+it('hands the agent’s thoughts on as reasoning, ahead of its text, and keeps them in the output', async () => {
+  // 3 thoughts and 16 chunks 100 ms apart: batches at 250, 750 and 1750 ms, the last of text alone.
+  const thoughts = Array.from({ length: 3 }, (_, i) => `idea${i} `);
+  const chunks = Array.from({ length: 16 }, (_, i) => `part${i} `);
+  const agent = await acpProvider({ turns: [{ thoughts, chunks, chunkDelayMs: 100 }] });
+  const run = agent.start();
+  const seen: SubagentRunEvent[] = [];
+  for await (const event of run.events!()) {
+    seen.push(event);
+    if (event.type === 'settled') break;
+  }
+  expect((await run.result).output).toEqual([
+    { type: 'reasoning', text: thoughts.join('') },
+    { type: 'text', text: chunks.join('') },
+  ]);
+  const reasoned = seen.flatMap((event) => (event.type === 'reasoning-delta' ? [event.text] : []));
+  expect(reasoned.length).toBeGreaterThanOrEqual(1);
+  expect(thoughts.join('').startsWith(reasoned.join(''))).toBe(true);
+  const types = seen.map((event) => event.type);
+  expect(types.lastIndexOf('reasoning-delta')).toBeLessThan(types.indexOf('text-delta'));
+  expect(seen.find((event) => event.type === 'reasoning')).toMatchObject({ text: thoughts.join('') });
+  expect(types.indexOf('reasoning')).toBeLessThan(types.indexOf('text'));
+  await run.dispose();
+});
+
 it.each([
   ['end_turn', 'completed'],
   ['cancelled', 'aborted'],

@@ -190,6 +190,43 @@ describe('run.events()', () => {
     await streamed.dispose();
   });
 
+  it('streams the model’s reasoning ahead of its text, keeps it in the output, and never sends it back', async () => {
+    const thinking = Array.from({ length: 10 }, (_, index) => `thought${index}`).join(' ');
+    const words = Array.from({ length: 40 }, (_, index) => `said${index}`).join(' ');
+    // The first call reasons, then calls a tool; the second reasons and answers, 50 words 40 ms
+    // apart: batches at 250 ms (reasoning), 750 ms (both) and 1750 ms (text alone).
+    fake.enqueue(
+      toolCallReply([{ name: 'list_directory', arguments: {} }], { reasoning: 'look first' }),
+      textReply(words, { reasoning: thinking, tokenDelayMs: 40 }),
+    );
+    const before = fake.requests.length;
+    const run = service.start(spawn.name, { prompt: text('think aloud'), parent });
+    const seen: SubagentRunEvent[] = [];
+    await readUntil(run.events!(), seen, 'settled');
+    expect((await run.result).output).toEqual([
+      { type: 'reasoning', text: thinking },
+      { type: 'text', text: words },
+    ]);
+
+    const types = seen.map((event) => event.type);
+    const deltas = seen.filter((event) => event.type === 'reasoning-delta');
+    expect(deltas.length).toBeGreaterThanOrEqual(1);
+    expect(thinking.startsWith(deltas.map((event) => ('text' in event ? event.text : '')).join(''))).toBe(true);
+    // Each call's reasoning comes before its text, its deltas before it whole.
+    expect(
+      seen.filter((event) => event.type === 'reasoning').map((event) => ('text' in event ? event.text : '')),
+    ).toEqual(['look first', thinking]);
+    const lastReasoning = types.lastIndexOf('reasoning');
+    expect(types.lastIndexOf('reasoning-delta')).toBeLessThan(lastReasoning);
+    expect(types.lastIndexOf('reasoning-delta')).toBeLessThan(types.indexOf('text-delta'));
+    expect(lastReasoning).toBeLessThan(types.lastIndexOf('text'));
+    // The second call was sent the first call's tool call, not its reasoning.
+    const second = fake.requests[before + 1]!.body as { messages: { role: string; content: unknown }[] };
+    expect(JSON.stringify(second.messages)).not.toContain('look first');
+    expect(second.messages.some((message) => message.role === 'assistant')).toBe(true);
+    await run.dispose();
+  });
+
   it('hands a delegation’s progress to the OpenAI adapter’s onProgress while the parent waits', async () => {
     const tool = createSubagentTool(service, { provider: spawn.name });
     const words = Array.from({ length: 40 }, (_, index) => `step${index}`).join(' ');
