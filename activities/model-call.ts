@@ -61,8 +61,12 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
         const signal = Context.current().cancellationSignal;
         const model = requestedModel(context.request) ?? provider.endpoint.model;
         const price = model === undefined ? undefined : host.deps.modelPrices?.[model];
-        partial = { promptChars: charsOf(conversation), completionChars: 0, ...(price ? { price } : {}) };
-        const counted = partial;
+        // Charged only while a request is out: not while it waits for a quota, nor after a 429.
+        const counted = { promptChars: charsOf(conversation), completionChars: 0, ...(price ? { price } : {}) };
+        const onSend = () => {
+          counted.completionChars = 0;
+          partial = counted;
+        };
         const publisher = provider.endpoint.stream === false ? undefined : host.textPublisher(runId, input.turn);
         const onText = (delta: string) => {
           counted.completionChars += delta.length;
@@ -82,6 +86,7 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
               outcome = await callModel(clientFor(provider), provider, context.request, conversation, signal, {
                 onText,
                 onReasoning,
+                onSend,
                 ...(tokens ? { admit: tokens.admit } : {}),
               });
               await tokens?.charge(outcome.usage);
@@ -89,6 +94,7 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
             } catch (err) {
               const waitMs = rateLimitWait(err);
               if (waitMs === undefined) throw err;
+              partial = undefined;
               setDetails({ rateLimitedUntil: Date.now() + waitMs });
               await sleep(waitMs, undefined, { signal });
               setDetails(undefined);
@@ -343,6 +349,8 @@ export interface ModelCallHooks {
   onReasoning?(delta: string): void;
   /** Waits until the request may be sent; resolves with why it never may (the call ends `error`). */
   admit?(body: ChatRequestBody): Promise<string | undefined>;
+  /** Called as the request leaves, once `admit` let it. */
+  onSend?(): void;
 }
 
 /**
@@ -357,7 +365,7 @@ export async function callModel(
   request: ResolvedSubagentRequest,
   conversation: readonly TranscriptEntry[],
   signal: AbortSignal,
-  { onText, onReasoning, admit }: ModelCallHooks = {},
+  { onText, onReasoning, admit, onSend }: ModelCallHooks = {},
 ): Promise<ModelCallOutcome> {
   const model = requestedModel(request) ?? provider.endpoint.model;
   if (!model) {
@@ -384,6 +392,7 @@ export async function callModel(
   };
   const refusal = await admit?.(body);
   if (refusal) return failed(refusal);
+  onSend?.();
   // Reasoning comes in a field OpenAI's API lacks; the client's stream keeps only its last piece.
   let reasoning = '';
   try {

@@ -5,7 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SubagentModelEndpoint, SubagentRunEvent } from '../../src';
-import { type FakeOpenAI, startFakeOpenAI, textReply, toolCallReply } from '../../src/testing';
+import { type FakeOpenAI, errorReply, startFakeOpenAI, textReply, toolCallReply } from '../../src/testing';
 import { builtinFileTools, createDelegationTool, createSpawnProvider } from '../../src/worker';
 import { type SubagentRunOutcome, type SubagentRunStatus, statusQuery } from '../../workflows/definitions';
 import { type TestTemporal, connectTestTemporal, newService, startWorker, text, uniqueName } from '../helpers/temporal';
@@ -115,6 +115,21 @@ it('charges a call cancelled mid-stream with what it had used by then', async ()
   expect(outcome.usage!.completionTokens).toBeGreaterThan(0);
   expect(outcome.spend!.tokens).toBe(outcome.usage!.promptTokens + outcome.usage!.completionTokens);
   expect(outcome.spend!.modelCalls).toBe(0);
+}, 60_000);
+
+it('charges nothing for a call cancelled while it waits out a 429: no request of it was out', async () => {
+  fake.enqueue(errorReply(429, 'slow down', { headers: { 'retry-after': '60' } }));
+  const before = fake.requests.length;
+  const run = service.start(tree.name, { prompt: text('wait your turn'), parent, budget: { maxTokens: 10_000 } });
+  // The refusal has come back: the call now waits, with nothing out.
+  await (
+    await fake.waitForRequests(before + 1)
+  )[before]!.done;
+  run.cancel('enough');
+  expect((await run.result).stopReason).toBe('aborted');
+  const outcome = await closed(run.id);
+  expect(outcome.usage).toEqual({ promptTokens: 0, completionTokens: 0 });
+  expect(outcome.spend).toMatchObject({ tokens: 0, modelCalls: 0 });
 }, 60_000);
 
 it('ends a run at its deadline, a model call in flight included, aborted with the reason', async () => {
