@@ -15,7 +15,8 @@
 // and a turn-based provider's request, approved; v10 (`v10 budget`) a run with a budget: a
 // deadline's timer, cancelled when the segment settles, and the model-call limit ending the turn;
 // v11 (every label) runs that record one patch marker for every patch (workflows/patches.ts) and
-// a small settle record as a memo change.
+// a small settle record as a memo change; v12 (`v12 nested-parent nested-child`) a nested run
+// that tells its parent it settled.
 // The token limiter's workflow has versions of its own: v1 (`v1 limiter-continued limiter-ended`,
 // files `token-limiter-v1-*.json`) reservations that wait, a charge, a continue-as-new, and the end.
 import { createHash } from 'node:crypto';
@@ -199,6 +200,28 @@ async function main(): Promise<void> {
     await budgeted.result;
     await budgeted.dispose();
 
+    // A nested run: the child tells its parent it settled (\`childSettled\`), and the parent hears it.
+    const nesting = service.start('scripted', {
+      prompt: text('delegate'),
+      parent: { id: 'recorder' },
+      agentOptions: {
+        script: [
+          { delegate: { provider: 'scripted', prompt: 'nested', script: [{ reply: 'leaf' }] }, reply: 'got {child}' },
+        ],
+      },
+    });
+    await nesting.result;
+    const [nestedChild] = (await temporal.client.workflow.getHandle(nesting.id).query(statusQuery)).children;
+    // The parent has heard from its child before it goes.
+    await eventually(async () => {
+      const history = await temporal.client.workflow.getHandle(nesting.id).fetchHistory();
+      return history.events?.some(
+        (event) => event.workflowExecutionSignaledEventAttributes?.signalName === 'childSettled',
+      );
+    });
+    await nesting.dispose();
+    await temporal.client.workflow.getHandle(nestedChild!).result();
+
     // An endpoint's token limiter: calls that wait for the bucket, one whose usage is over its
     // estimate (charged the rest), a continue-as-new, and the end once the bucket is full again.
     const limitedCalls = 60;
@@ -249,6 +272,8 @@ async function main(): Promise<void> {
       ['approvals', held.id, undefined],
       ['turn-approval', asking.id, undefined],
       ['budget', budgeted.id, undefined],
+      ['nested-parent', nesting.id, undefined],
+      ['nested-child', nestedChild!, undefined],
       // The token limiter's recordings are versioned on their own (`v1 limiter-continued limiter-ended`).
       ['limiter-continued', limiter, limiterRuns[0], 'token-limiter'],
       ['limiter-ended', limiter, limiterRuns.at(-1), 'token-limiter'],
@@ -274,6 +299,11 @@ async function main(): Promise<void> {
   await temporal.close();
   await server.stop();
   await fake.close();
+
+  /** Resolves once `check` is true, asking every 50 ms. */
+  async function eventually(check: () => Promise<boolean | undefined>): Promise<void> {
+    while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 
   /** The ids of the run's approval requests, once `count` wait. */
   async function pendingApprovals(workflowId: string, count: number): Promise<string[]> {

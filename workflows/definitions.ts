@@ -18,6 +18,7 @@ import type {
   SubagentPermissionDecision,
   SubagentResult,
   SubagentSpend,
+  SubagentStopReason,
   SubagentUsage,
 } from '../src/seam/result';
 
@@ -231,6 +232,13 @@ export const permissionDecidedSignal = defineSignal<[SubagentPermissionDecision]
 export const textDeltaSignal = defineSignal<[TextDeltaArgs]>('textDelta');
 /** Sent by a nested run to its parent run when it starts, so the parent can cancel it. */
 export const childStartedSignal = defineSignal<[{ runId: string }]>('childStarted');
+/** Sent by a nested run to its parent run when a segment of it settles: the parent's `child-settled` event. */
+export const childSettledSignal = defineSignal<[ChildSettledArgs]>('childSettled');
+export interface ChildSettledArgs {
+  runId: string;
+  segment: number;
+  stopReason: SubagentStopReason;
+}
 /**
  * Resolves with segment `segment` (default: the current one) once it settles. Callers of this
  * version read outcomes with `segmentOutcomeQuery` instead; the handler stays for older callers.

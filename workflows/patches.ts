@@ -39,6 +39,12 @@ export const PATCHES = {
 
 export type Patch = (typeof PATCHES)[keyof typeof PATCHES];
 
+/**
+ * A nested run signals its parent when a segment settles (`childSettledSignal`). Added after the
+ * generation below, so asked with `patched()` itself, and only by nested runs.
+ */
+export const CHILD_SETTLED_PATCH = 'child-settled-signal';
+
 /** Patch: every patch of `PATCHES` at once, with one marker. */
 const GENERATION_2026_12 = 'patches-2026-12';
 

@@ -14,6 +14,7 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   makeContinueAsNewFunc,
+  patched,
   proxyLocalActivities,
   setHandler,
   sleep,
@@ -39,6 +40,7 @@ import {
   type SubagentRunOutcome,
   type SubagentRunStatus,
   approveUpdate,
+  childSettledSignal,
   childStartedSignal,
   disposeUpdate,
   pendingMessagesQuery,
@@ -54,7 +56,7 @@ import {
   wakeUpdate,
 } from './definitions';
 import { Approvals, carriedMemo } from './approvals';
-import { PATCHES, patchedPath } from './patches';
+import { CHILD_SETTLED_PATCH, PATCHES, patchedPath } from './patches';
 import {
   COST_ATTRIBUTE,
   PROVIDER_ATTRIBUTE,
@@ -146,6 +148,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   // Recorded in history by arriving; nothing to do with them here.
   setHandler(permissionDecidedSignal, () => undefined);
   setHandler(textDeltaSignal, () => undefined);
+  setHandler(childSettledSignal, () => undefined);
 
   setHandler(
     segmentResultUpdate,
@@ -451,6 +454,13 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     } else {
       await CancellationScope.nonCancellable(() => subagentSegmentSettled(settled));
     }
+  }
+
+  // A nested run tells its parent it settled, as it told it it started: not awaited, best effort.
+  if (request.parent.runId !== undefined && patched(CHILD_SETTLED_PATCH)) {
+    getExternalWorkflowHandle(request.parent.runId)
+      .signal(childSettledSignal, { runId: state.runId, segment, stopReason: result.stopReason })
+      .catch(() => undefined);
   }
 
   if (indexed) {

@@ -79,6 +79,7 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
           if (id !== undefined) messageIds.add(id);
           yield draft('message', { content });
         } else if (attributes.signalName === 'childStarted') yield draft('child.start', args);
+        else if (attributes.signalName === 'childSettled') yield draft('child.settled', args);
         else if (attributes.signalName === 'permissionDecided') yield draft('permission', args);
         else if (attributes.signalName === 'textDelta') yield draft('text.delta', args);
         break;

@@ -308,6 +308,10 @@ function describeRecord(record: Pick<AuditRecord, 'type' | 'data'>): string | un
       return `approval ${String(data.decision)} (${String(data.by)}${data.reason ? `: ${String(data.reason)}` : ''}): ${String(data.requestId)}`;
     case 'permission':
       return `permission ${String(data.decision)}: ${String(data.toolCall)}`;
+    case 'child.start':
+      return `delegated to ${String(data.runId)}`;
+    case 'child.settled':
+      return `${String(data.runId)} settled segment ${String(data.segment)}: ${String(data.stopReason)}`;
     case 'result':
       return `result of segment ${String(data.segment)}: ${String((data.result as SubagentResult).stopReason)}`;
     case 'cancel':

@@ -14,7 +14,7 @@ import {
   TURN_ACTIVITY,
   type TurnActivityResult,
 } from '../../activities/types';
-import type { SubagentRunInput } from '../../workflows/definitions';
+import type { ChildSettledArgs, SubagentRunInput } from '../../workflows/definitions';
 import { type ContentBlock, textOf } from '../seam/content';
 import { SubagentError } from '../seam/errors';
 import type { SubagentApprovalDecision, SubagentApprovalRequest, SubagentResult } from '../seam/result';
@@ -157,6 +157,9 @@ async function* runStream(
         if (signalName === 'childStarted') {
           const { runId: childId } = (await decodePayload(converter, input?.payloads)) as { runId: string };
           progress.push({ type: 'child-start', childId });
+        } else if (signalName === 'childSettled') {
+          const { runId: childId, ...settled } = (await decodePayload(converter, input?.payloads)) as ChildSettledArgs;
+          progress.push({ type: 'child-settled', childId, ...settled });
         } else if (signalName === 'textDelta') {
           const batch = (await decodePayload(converter, input?.payloads)) as TextDeltaArgs;
           const { turn: deltaTurn, attempt, text, reasoning } = batch;

@@ -94,6 +94,8 @@ export type SubagentProgress =
   | ({ type: 'approval-decided' } & SubagentApprovalDecision)
   /** The run delegated to a nested run. */
   | { type: 'child-start'; childId: AgentId }
+  /** A segment of a nested run settled (each segment once, as the nested run told its parent). */
+  | { type: 'child-settled'; childId: AgentId; segment: number; stopReason: SubagentStopReason }
   | { type: 'settled'; segment: number; result: SubagentResult }
   | { type: 'resumed'; segment: number }
   /** The run ended for good: it settled without resume, or was disposed, cancelled, expired or terminated. */

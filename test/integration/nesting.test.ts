@@ -98,6 +98,32 @@ it('cancels every descendant when a run is cancelled', async () => {
   ]);
 }, 60_000);
 
+it('hears from each nested run when it settles: child-settled after child-start, with its stop reason', async () => {
+  // The top run parks once it settles, so the nested run's word reaches it however late.
+  const parking = newService(temporal);
+  parking.registerProvider(createScriptedProvider({ name, resumable: true }));
+  const run = parking.start(name, {
+    prompt: text('top task'),
+    parent: { id: 'top-agent' },
+    agentOptions: { script: [delegating([{ reply: 'leaf' }], 'parent got {child}')] as never },
+  });
+  expect((await run.result).output).toEqual(text('parent got leaf'));
+  const [childId] = (await status(run.id)).children;
+  const told: unknown[] = [];
+  for await (const event of run.events!()) {
+    if (event.type === 'child-start' || event.type === 'child-settled') {
+      const { offset: _, time: __, runId: ___, depth: ____, ...step } = event;
+      told.push(step);
+    }
+    if (event.type === 'child-settled') break;
+  }
+  expect(told).toEqual([
+    { type: 'child-start', childId },
+    { type: 'child-settled', childId, segment: 0, stopReason: 'completed' },
+  ]);
+  await run.dispose();
+}, 60_000);
+
 it('streams the events of the whole tree, each tagged with its run and depth, and resumes at a cursor', async () => {
   const run = start([delegating([delegating([{ reply: 'leaf' }], 'child got {child}')], 'parent got {child}')]);
   const live: SubagentRunEvent[] = [];
