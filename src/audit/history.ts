@@ -156,10 +156,17 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
           : event.activityTaskTimedOutEventAttributes
             ? 'timed out'
             : 'failed';
+        // A model call cancelled mid-stream reports what it had used (charged to the run's spend).
+        const cancelDetails = (await decodePayload(
+          converter,
+          event.activityTaskCanceledEventAttributes?.details?.payloads,
+        )) as { partialUsage?: unknown } | undefined;
+        const partialUsage = cancelDetails?.partialUsage;
         yield draft('activity.failed', {
           activity: activity?.type,
           outcome,
           ...(failure?.message ? { failure: failure.message } : {}),
+          ...(partialUsage === undefined ? {} : { partialUsage }),
         });
         break;
       }
@@ -171,11 +178,12 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
         // A segment that closed the run records no settle point: its result is the workflow's.
         if (!reportedSegments.has(outcome.segment)) {
           reportedSegments.add(outcome.segment);
-          const { segment, result, usage, resumableUntil } = outcome;
+          const { segment, result, usage, spend, resumableUntil } = outcome;
           yield draft('result', {
             segment,
             result,
             ...(usage === undefined ? {} : { usage }),
+            ...(spend === undefined ? {} : { spend }),
             ...(resumableUntil === undefined ? {} : { resumableUntil }),
           });
         }
@@ -235,6 +243,7 @@ function activityRecords(type: string, input: unknown, result: unknown): { type:
           output: response.content,
           stopReason: response.stopReason,
           ...(response.usage ? { usage: response.usage } : {}),
+          ...(response.costUsd === undefined ? {} : { costUsd: response.costUsd }),
           ...(response.structured === undefined ? {} : { structured: response.structured }),
           ...(response.diagnostic ? { diagnostic: response.diagnostic } : {}),
         },

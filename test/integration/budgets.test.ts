@@ -5,6 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SubagentModelEndpoint, SubagentRunEvent } from '../../src';
+import { exportAudit, verifyAudit } from '../../src/audit';
 import { type FakeOpenAI, errorReply, startFakeOpenAI, textReply, toolCallReply } from '../../src/testing';
 import { builtinFileTools, createDelegationTool, createSpawnProvider } from '../../src/worker';
 import { type SubagentRunOutcome, type SubagentRunStatus, statusQuery } from '../../workflows/definitions';
@@ -130,6 +131,49 @@ it('charges nothing for a call cancelled while it waits out a 429: no request of
   const outcome = await closed(run.id);
   expect(outcome.usage).toEqual({ promptTokens: 0, completionTokens: 0 });
   expect(outcome.spend).toMatchObject({ tokens: 0, modelCalls: 0 });
+}, 60_000);
+
+it("records in the audit each model call's cost, what a call cancelled mid-stream had used, and the run's spend in its result", async () => {
+  fake.enqueue(
+    toolCallReply([{ name: 'list_directory', arguments: {} }], { usage: usage(8, 2) }),
+    textReply(Array.from({ length: 200 }, (_, i) => `word${i}`).join(' '), { tokenDelayMs: 50 }),
+  );
+  const run = service.start(tree.name, { prompt: text('look, then talk at length'), parent });
+  for await (const event of run.events!()) if (event.type === 'text-delta') break;
+  run.cancel('enough');
+  expect((await run.result).stopReason).toBe('aborted');
+  const outcome = await closed(run.id);
+  const audit = await exportAudit(temporal.client, run.id);
+  const records = (type: string) => audit.filter((record) => record.type === type).map((record) => record.data);
+
+  // 8 prompt tokens at $1,000 a million, 2 completion tokens at $2,000.
+  expect(records('model.call')).toEqual([
+    expect.objectContaining({ usage: { promptTokens: 8, completionTokens: 2 }, costUsd: 0.012 }),
+  ]);
+  const [cancelled] = records('activity.failed');
+  expect(cancelled).toMatchObject({
+    activity: 'subagentModelCall',
+    outcome: 'cancelled',
+    partialUsage: {
+      promptTokens: expect.any(Number),
+      completionTokens: expect.any(Number),
+      costUsd: expect.any(Number),
+    },
+  });
+  const partial = (cancelled as { partialUsage: { promptTokens: number; completionTokens: number; costUsd: number } })
+    .partialUsage;
+  expect(partial.completionTokens).toBeGreaterThan(0);
+  expect(partial.costUsd).toBeCloseTo((partial.promptTokens * 1000 + partial.completionTokens * 2000) / 1e6, 9);
+  // The run closed as it settled (aborted): its result record is the workflow's result, spend included.
+  expect(records('result')).toEqual([expect.objectContaining({ spend: outcome.spend })]);
+  expect(outcome.spend).toMatchObject({
+    turns: 1,
+    modelCalls: 1,
+    tokens: 10 + partial.promptTokens + partial.completionTokens,
+  });
+  expect(outcome.spend!.costUsd).toBeCloseTo(0.012 + partial.costUsd, 9);
+  // The chain holds over the records as a file carries them.
+  expect(verifyAudit(JSON.parse(JSON.stringify(audit)) as unknown[])).toMatchObject({ ok: true });
 }, 60_000);
 
 it('ends a run at its deadline, a model call in flight included, aborted with the reason', async () => {
