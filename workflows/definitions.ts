@@ -155,6 +155,8 @@ export interface SubagentRunStatus {
   pendingApprovals?: SubagentApprovalRequest[];
   /** What the run and every run below it spent so far, and what remains of its budget (runs since budgets exist). */
   spend?: SubagentSpend;
+  /** What the run itself spent, without the runs below it (answered by workers since it exists). */
+  ownSpend?: SubagentSpend;
   budgetLeft?: ResolvedSubagentBudget;
 }
 

@@ -65,7 +65,7 @@ import {
   STOP_REASON_ATTRIBUTE,
   TOKENS_ATTRIBUTE,
 } from './search-attributes';
-import { type MidTurn, RunState, treeSpend, turnRunner } from './turns';
+import { type MidTurn, RunState, ownSpend, treeSpend, turnRunner } from './turns';
 
 /** Message ids remembered against retried signals: a retry comes within a reconnect window, not 1,000 messages later. */
 const REMEMBERED_MESSAGE_IDS = 1000;
@@ -250,6 +250,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     lastResult: outcome?.result,
     pendingApprovals: approvals.pending(),
     spend: treeSpend(state),
+    ownSpend: ownSpend(state),
     ...(request.budget ? { budgetLeft: remainingBudget(request.budget, treeSpend(state)) } : {}),
   }));
 

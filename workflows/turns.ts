@@ -44,15 +44,19 @@ export interface RunState {
   providerState?: JsonValue;
 }
 
-/** What the run and every run below it have spent: the measures its budget limits. */
-export function treeSpend(state: RunState): SubagentSpend {
-  const own: SubagentSpend = {
+/** What the run itself has spent, without the runs below it. */
+export function ownSpend(state: RunState): SubagentSpend {
+  return {
     turns: state.turn,
     modelCalls: state.modelCalls,
     tokens: state.usage.promptTokens + state.usage.completionTokens,
     costUsd: state.costUsd,
   };
-  return Object.values(state.childSpend).reduce(addSpend, own);
+}
+
+/** What the run and every run below it have spent: the measures its budget limits. */
+export function treeSpend(state: RunState): SubagentSpend {
+  return Object.values(state.childSpend).reduce(addSpend, ownSpend(state));
 }
 
 /** Where an agent-loop turn stood when its run continued as new between two model calls. */

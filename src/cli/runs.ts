@@ -10,7 +10,7 @@ import { decodePayload } from '../temporal/run-history';
 import { runStarted } from '../client/run-handle';
 import { RUN_ID_PREFIX } from '../seam/constants';
 import { type ContentBlock, textContent, textOf } from '../seam/content';
-import type { SubagentResult } from '../seam/result';
+import type { SubagentResult, SubagentSpend } from '../seam/result';
 import { CliError, EXIT, Flags, describeOrUnknown, out, serviceFor } from './common';
 
 export async function start(flags: Flags, client: Client, provider: string, prompt: string): Promise<number> {
@@ -91,9 +91,11 @@ function followProgress(client: Client, runId: string): { finish(): Promise<void
   };
 }
 
+/** A visibility query's string literal. */
+const quote = (value: string) => `'${value.replaceAll("'", "\\'")}'`;
+
 export async function list(flags: Flags, client: Client): Promise<number> {
   const clauses = [`WorkflowType = 'subagentRunWorkflow'`];
-  const quote = (value: string) => `'${value.replaceAll("'", "\\'")}'`;
   if (flags.values.provider) clauses.push(`SubagentProvider = ${quote(String(flags.values.provider))}`);
   if (flags.values.status) clauses.push(`SubagentStatus = ${quote(String(flags.values.status))}`);
   const limit = Number(flags.values.limit ?? 50);
@@ -124,8 +126,9 @@ export async function list(flags: Flags, client: Client): Promise<number> {
 }
 
 /**
- * `show <id> [--tree]`: the run's state; with `--tree`, every run below it too, each with what it
- * spent (itself and its descendants) and its status.
+ * `show <id> [--tree]`: the run's state; with `--tree`, every run below it too, each with its
+ * status and what it spent, itself and with the runs below it. A run no worker answers for lists
+ * its children from the search attributes instead of its status.
  */
 export async function show(flags: Flags, client: Client, id: string): Promise<number> {
   const root = await describeRun(client, id);
@@ -136,13 +139,13 @@ export async function show(flags: Flags, client: Client, id: string): Promise<nu
   const nodes: { depth: number; view: Awaited<ReturnType<typeof describeRun>> }[] = [];
   const walk = async (view: Awaited<ReturnType<typeof describeRun>>, depth: number): Promise<void> => {
     nodes.push({ depth, view });
-    for (const child of view.status?.children ?? []) await walk(await describeRun(client, child), depth + 1);
+    const children = view.status ? view.status.children : await indexedChildren(client, view.data.id);
+    for (const child of children) await walk(await describeRun(client, child), depth + 1);
   };
   await walk(root, 0);
   const line = ({ depth, view: { data, status } }: (typeof nodes)[number]) => {
-    const spend = status?.spend;
-    const spent = spend
-      ? `${spend.tokens} tokens, ${spend.modelCalls} model calls, ${spend.turns} turns, $${spend.costUsd.toFixed(4)}`
+    const spent = status?.spend
+      ? `itself ${status.ownSpend ? spendLine(status.ownSpend) : 'unknown'}; with the runs below it ${spendLine(status.spend)}`
       : 'spend unknown';
     return `${'  '.repeat(depth)}${data.id}  ${data.status ?? data.temporalStatus}${data.stopReason ? ` (${data.stopReason})` : ''}  ${spent}`;
   };
@@ -152,6 +155,27 @@ export async function show(flags: Flags, client: Client, id: string): Promise<nu
     nodes.map(({ depth, view }) => ({ ...view.data, treeDepth: depth })),
   );
   return EXIT.ok;
+}
+
+function spendLine(spend: SubagentSpend): string {
+  return `${spend.tokens} tokens, ${spend.modelCalls} model calls, ${spend.turns} turns, $${spend.costUsd.toFixed(4)}`;
+}
+
+/**
+ * The runs started from inside run `id`, oldest first, by their `SubagentParentRunId` search
+ * attribute: for a run whose status no worker answers. None where the namespace lacks the attribute.
+ */
+async function indexedChildren(client: Client, id: string): Promise<string[]> {
+  const children: { id: string; started: number }[] = [];
+  try {
+    const query = `WorkflowType = 'subagentRunWorkflow' AND SubagentParentRunId = ${quote(id)}`;
+    for await (const execution of client.workflow.list({ query })) {
+      children.push({ id: execution.workflowId, started: execution.startTime.getTime() });
+    }
+  } catch {
+    return [];
+  }
+  return children.sort((a, b) => a.started - b.started).map((child) => child.id);
 }
 
 /** One run as `show` prints it: its data, and the lines a person reads. */
@@ -187,6 +211,7 @@ async function describeRun(client: Client, id: string) {
             status.resumableUntil === undefined ? undefined : new Date(status.resumableUntil).toISOString(),
           lastResult: status.lastResult,
           spend: status.spend,
+          ownSpend: status.ownSpend,
           budgetLeft: status.budgetLeft,
         }
       : {}),
@@ -197,11 +222,8 @@ async function describeRun(client: Client, id: string) {
     `  provider ${data.provider ?? '?'}, depth ${data.depth ?? '?'}${data.parentRunId ? `, parent ${data.parentRunId}` : ''}`,
     `  status ${data.status ?? data.temporalStatus}${data.stopReason ? ` (${data.stopReason})` : ''}${status ? `, segment ${status.segment}, ${status.turns} turns, ${status.pendingMessages} messages waiting` : ''}`,
     ...(status ? [`  tokens ${status.usage.promptTokens} prompt + ${status.usage.completionTokens} completion`] : []),
-    ...(status?.spend
-      ? [
-          `  spent with the runs below it: ${status.spend.tokens} tokens, ${status.spend.modelCalls} model calls, ${status.spend.turns} turns, $${status.spend.costUsd.toFixed(4)}`,
-        ]
-      : []),
+    ...(status?.ownSpend ? [`  spent by itself: ${spendLine(status.ownSpend)}`] : []),
+    ...(status?.spend ? [`  spent with the runs below it: ${spendLine(status.spend)}`] : []),
     ...(status?.budgetLeft ? [`  budget left: ${JSON.stringify(status.budgetLeft)}`] : []),
     ...(data.rateLimitedUntil ? [`  waiting for the model endpoint's rate limit until ${data.rateLimitedUntil}`] : []),
     ...(status?.children.length ? [`  children ${status.children.join(', ')}`] : []),

@@ -8,23 +8,59 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { canonicalJson } from '../../src';
-import { createScriptedProvider, freePort } from '../../src/testing';
+import {
+  createScriptedProvider,
+  type FakeOpenAI,
+  freePort,
+  hangReply,
+  startFakeOpenAI,
+  textReply,
+  toolCallReply,
+} from '../../src/testing';
+import { createDelegationTool, createSpawnProvider } from '../../src/worker';
 import { statusQuery } from '../../workflows/definitions';
-import { connectTestTemporal, eventually, startWorker, TestTemporal, turnGates, uniqueName } from '../helpers/temporal';
+import {
+  connectTestTemporal,
+  eventually,
+  newService,
+  startWorker,
+  TestTemporal,
+  text,
+  turnGates,
+  uniqueName,
+} from '../helpers/temporal';
 
 const CLI = resolve(__dirname, '..', '..', 'src', 'cli', 'index.ts');
 const scripted = createScriptedProvider({ name: uniqueName('cli'), runSettings: { resumeWindow: '1 hour' } });
 let temporal: TestTemporal;
 let stopWorker: () => Promise<void>;
+/** The model endpoint of the LLM children; a request nothing was queued for hangs until cancelled. */
+let fake: FakeOpenAI;
 
 beforeAll(async () => {
   temporal = await connectTestTemporal();
   stopWorker = await startWorker(temporal, [scripted], { heartbeatIntervalMs: 200 });
+  fake = await startFakeOpenAI();
+  fake.setHandler(() => hangReply());
 });
 afterAll(async () => {
   await stopWorker?.();
   await temporal?.close();
+  await fake?.close();
 });
+
+/** USD per million tokens of the fake endpoint's model, as the LLM children's workers price it. */
+const modelPrices = { 'fake-model': { inputPerMillionTokens: 1000, outputPerMillionTokens: 2000 } };
+const parent = { id: 'cli-test', session: { header: { id: 's' } } };
+
+/** A `spawn` child on the fake endpoint, hosted by a worker of its own until the returned `stop`. */
+async function llmChild(options: Omit<Parameters<typeof createSpawnProvider>[0], 'endpoint'>) {
+  const provider = createSpawnProvider({ ...options, endpoint: { baseURL: fake.baseURL, model: 'fake-model' } });
+  const stop = await startWorker(temporal, [provider], { heartbeatIntervalMs: 200, modelPrices });
+  const service = newService(temporal);
+  service.registerProvider(provider);
+  return { provider, service, stop };
+}
 
 interface Outcome {
   code: number;
@@ -189,10 +225,46 @@ it('shows a run with every run below it and what each spent (show --tree)', asyn
   expect(nodes[0]!.spend).toEqual({ turns: 2, modelCalls: 0, tokens: 0, costUsd: 0 });
   const human = (await cli(['show', id, '--tree'])).stdout.trim().split('\n');
   expect(human).toEqual([
-    expect.stringMatching(new RegExp(`^${id}  parked \\(completed\\)  0 tokens, 0 model calls, 2 turns, \\$0\\.0000$`)),
-    expect.stringMatching(/^ {2}subagent-.* {2}closed \(completed\) {2}0 tokens, 0 model calls, 1 turns, \$0\.0000$/),
+    `${id}  parked (completed)  itself 0 tokens, 0 model calls, 1 turns, $0.0000; with the runs below it 0 tokens, 0 model calls, 2 turns, $0.0000`,
+    expect.stringMatching(
+      /^ {2}subagent-.* {2}closed \(completed\) {2}itself 0 tokens, 0 model calls, 1 turns, \$0\.0000; with the runs below it 0 tokens, 0 model calls, 1 turns, \$0\.0000$/,
+    ),
   ]);
 });
+
+it('shows a tree of LLM runs with what each spent itself and with the runs below it; with no worker, it finds the children by their search attribute', async () => {
+  const name = uniqueName('cli-tree');
+  const { provider, service, stop } = await llmChild({ name, tools: [createDelegationTool({ provider: name })] });
+  fake.enqueue(
+    toolCallReply([{ name: 'subagent', arguments: { description: 'go down', prompt: 'leaf' } }], {
+      usage: { prompt: 8, completion: 2 },
+    }),
+    textReply('leaf done', { usage: { prompt: 20, completion: 4 } }),
+    textReply('all done', { usage: { prompt: 30, completion: 6 } }),
+  );
+  const run = service.start(provider.name, { prompt: text('delegate'), parent });
+  try {
+    expect((await run.result).stopReason).toBe('completed');
+    const [childId] = (await temporal.client.workflow.getHandle(run.id).query(statusQuery)).children;
+    const human = (await cli(['show', run.id, '--tree'])).stdout.trim().split('\n');
+    // At $1,000 and $2,000 a million: the child's call (20 + 4) $0.028, the root's two (38 + 8) $0.054.
+    expect(human).toEqual([
+      `${run.id}  parked (completed)  itself 46 tokens, 2 model calls, 1 turns, $0.0540; with the runs below it 70 tokens, 3 model calls, 2 turns, $0.0820`,
+      `  ${childId}  closed (completed)  itself 24 tokens, 1 model calls, 1 turns, $0.0280; with the runs below it 24 tokens, 1 model calls, 1 turns, $0.0280`,
+    ]);
+    expect((await cli(['show', childId!])).stdout).toContain(
+      '  spent by itself: 24 tokens, 1 model calls, 1 turns, $0.0280\n',
+    );
+  } finally {
+    await stop();
+  }
+  // No worker answers the runs' status now: the child is found by its SubagentParentRunId.
+  const orphaned = (await cli(['show', run.id, '--tree'])).stdout.trim().split('\n');
+  expect(orphaned).toEqual([
+    `${run.id}  parked (completed)  spend unknown`,
+    expect.stringMatching(/^ {2}subagent-.* {2}closed \(completed\) {2}spend unknown$/),
+  ]);
+}, 60_000);
 
 it('exports an audit trail that verifies, and detects an edited, a removed and a reordered record', async () => {
   const started = json(await cli(['start', scripted.name, 'audited task', '--wait', '--json']));
