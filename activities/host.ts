@@ -72,10 +72,12 @@ export interface ActivityHost {
   /**
    * Runs `work` heartbeating; a cancelled activity reports cancellation whatever `work` threw,
    * with `cancelDetails()` as the cancellation's details when given (what the work had done).
+   * A retried attempt clears the details its previous attempt left, unless `carryDetails`: then
+   * they are sent again until `work` sets its own.
    */
   heartbeating<T>(
     work: (setDetails: (details: unknown) => void) => Promise<T>,
-    options?: { cancelDetails?: () => unknown },
+    options?: { cancelDetails?: () => unknown; carryDetails?: boolean },
   ): Promise<T>;
   /** The run's request and its conversation before `ref`: the worker's cache if it is exact, else the workflow's. */
   runContext(
@@ -129,15 +131,19 @@ export function createActivityHost(deps: ActivityDependencies): ActivityHost {
     deps,
     cache,
 
-    async heartbeating(work, { cancelDetails } = {}) {
+    async heartbeating(work, { cancelDetails, carryDetails = false } = {}) {
       const activity = Context.current();
       let cancellation: CancelledFailure | undefined;
       activity.cancelled.catch((err: CancelledFailure) => {
         cancellation = err;
       });
+      // What the previous attempt last sent stays on the server until this one heartbeats: a
+      // rate-limit wait it was in would read as this attempt's, so it is cleared at once (the
+      // attempt's first heartbeat is not throttled). A first attempt sends nothing here.
+      let details: unknown = carryDetails ? activity.info.heartbeatDetails : undefined;
+      if (!carryDetails && activity.info.heartbeatDetails !== undefined) activity.heartbeat(undefined);
       // From the first moment, fetching the run's context included (it may wait on the workflow's
       // worker). A turn shorter than one interval sends no heartbeat at all.
-      let details: unknown = activity.info.heartbeatDetails;
       const timer = setInterval(() => activity.heartbeat(details), heartbeatIntervalMs);
       const setDetails = (progress: unknown) => {
         details = progress;

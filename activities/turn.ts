@@ -26,101 +26,106 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
   return async function subagentTurn(input) {
     const provider = host.hosted(input.provider, 'turns');
     const runId = runOf(input);
-    return host.heartbeating(async (setDetails) => {
-      const activity = Context.current();
-      const context = await host.conversation(
-        runId,
-        input.transcript,
-        input.request,
-        input.input
-          ? { entries: input.input.map((content) => ({ kind: 'user', content })) }
-          : { length: input.inputLength ?? 0 },
-      );
-      const turnInput = context.tail.flatMap((entry) => (entry.kind === 'user' ? [entry.content] : []));
-      const schema = context.request.outputSchema as StructuredOutputSchema | undefined;
-      const structuredOutput =
-        schema && provider.capabilities.outputSchema ? createStructuredOutputRuntime(schema) : undefined;
-      // Messages handed out mid-turn stay queued in the workflow until this turn's result
-      // lands, so a retried turn sees them again; `consumed` says how many were taken.
-      let consumed = 0;
-      const taken: ContentBlock[][] = [];
-      const publisher = host.textPublisher(runId, input.turn);
-      const delegated: SubagentRun[] = [];
-      const turnContext: SubagentTurnContext = {
-        runId,
-        segment: input.segment,
-        turn: input.turn,
-        attempt: activity.info.attempt,
-        request: context.request,
-        signal: activity.cancellationSignal,
-        transcript: async () => context.entries,
-        providerState: input.providerState,
-        takeMessages: async () => {
-          const fresh = (await deps.fetchPendingMessages(runId)).slice(consumed);
-          consumed += fresh.length;
-          taken.push(...fresh);
-          return fresh;
-        },
-        heartbeat: setDetails,
-        ...(deps.recordPermission ? { recordPermission: (decision) => deps.recordPermission!(runId, decision) } : {}),
-        ...(deps.requestApproval
-          ? {
-              requestApproval: (call) =>
-                deps.requestApproval!(
-                  runId,
-                  { turn: input.turn, key: approvalKey(call), ...call },
-                  activity.cancellationSignal,
-                ),
-            }
-          : {}),
-        ...(publisher ? { streamText: publisher.add, streamReasoning: publisher.addReasoning } : {}),
-        lastHeartbeat: activity.info.heartbeatDetails,
-        ...(structuredOutput ? { structuredOutput } : {}),
-        ...(deps.delegate
-          ? {
-              delegate: (nested, request) => {
-                const run = deps.delegate!(
-                  nested,
-                  request,
-                  delegatingRun(runId, context.request, activity.cancellationSignal, input.spent),
-                );
-                delegated.push(run);
-                return run;
-              },
-            }
-          : {}),
-      };
-      let returned: SubagentTurnResult;
-      try {
-        returned = await provider.runTurn(turnInput, turnContext);
-      } finally {
-        await publisher?.close();
-      }
-      const result = withStructured(returned, schema, structuredOutput?.captured);
-      host.assertWithinLimit(result, `the turn output of provider "${input.provider}"`);
-      const outputId = newEntryId();
-      host.cache.put(runId, {
-        request: context.request,
-        entries: [
-          ...context.entries,
-          ...[...turnInput, ...taken].map((content): TranscriptEntry => ({ kind: 'user', content })),
-          { kind: 'assistant', id: outputId, content: result.output, stopReason: result.stopReason },
-        ],
-      });
-      // What the runs this turn delegated to spent, as each last settled, is charged to this run.
-      const nestedSpend = Object.fromEntries(
-        delegated.flatMap((run) => {
-          const spend = spendOf(run);
-          return spend ? [[run.id, spend]] : [];
-        }),
-      );
-      return {
-        ...result,
-        outputId,
-        consumedMessages: consumed,
-        ...(Object.keys(nestedSpend).length > 0 ? { nestedSpend } : {}),
-      };
-    });
+    // A retried turn sends what its previous attempt heartbeated until its provider sends its own:
+    // an ACP session id that the attempt after a crash must still find (`lastHeartbeat`).
+    return host.heartbeating(
+      async (setDetails) => {
+        const activity = Context.current();
+        const context = await host.conversation(
+          runId,
+          input.transcript,
+          input.request,
+          input.input
+            ? { entries: input.input.map((content) => ({ kind: 'user', content })) }
+            : { length: input.inputLength ?? 0 },
+        );
+        const turnInput = context.tail.flatMap((entry) => (entry.kind === 'user' ? [entry.content] : []));
+        const schema = context.request.outputSchema as StructuredOutputSchema | undefined;
+        const structuredOutput =
+          schema && provider.capabilities.outputSchema ? createStructuredOutputRuntime(schema) : undefined;
+        // Messages handed out mid-turn stay queued in the workflow until this turn's result
+        // lands, so a retried turn sees them again; `consumed` says how many were taken.
+        let consumed = 0;
+        const taken: ContentBlock[][] = [];
+        const publisher = host.textPublisher(runId, input.turn);
+        const delegated: SubagentRun[] = [];
+        const turnContext: SubagentTurnContext = {
+          runId,
+          segment: input.segment,
+          turn: input.turn,
+          attempt: activity.info.attempt,
+          request: context.request,
+          signal: activity.cancellationSignal,
+          transcript: async () => context.entries,
+          providerState: input.providerState,
+          takeMessages: async () => {
+            const fresh = (await deps.fetchPendingMessages(runId)).slice(consumed);
+            consumed += fresh.length;
+            taken.push(...fresh);
+            return fresh;
+          },
+          heartbeat: setDetails,
+          ...(deps.recordPermission ? { recordPermission: (decision) => deps.recordPermission!(runId, decision) } : {}),
+          ...(deps.requestApproval
+            ? {
+                requestApproval: (call) =>
+                  deps.requestApproval!(
+                    runId,
+                    { turn: input.turn, key: approvalKey(call), ...call },
+                    activity.cancellationSignal,
+                  ),
+              }
+            : {}),
+          ...(publisher ? { streamText: publisher.add, streamReasoning: publisher.addReasoning } : {}),
+          lastHeartbeat: activity.info.heartbeatDetails,
+          ...(structuredOutput ? { structuredOutput } : {}),
+          ...(deps.delegate
+            ? {
+                delegate: (nested, request) => {
+                  const run = deps.delegate!(
+                    nested,
+                    request,
+                    delegatingRun(runId, context.request, activity.cancellationSignal, input.spent),
+                  );
+                  delegated.push(run);
+                  return run;
+                },
+              }
+            : {}),
+        };
+        let returned: SubagentTurnResult;
+        try {
+          returned = await provider.runTurn(turnInput, turnContext);
+        } finally {
+          await publisher?.close();
+        }
+        const result = withStructured(returned, schema, structuredOutput?.captured);
+        host.assertWithinLimit(result, `the turn output of provider "${input.provider}"`);
+        const outputId = newEntryId();
+        host.cache.put(runId, {
+          request: context.request,
+          entries: [
+            ...context.entries,
+            ...[...turnInput, ...taken].map((content): TranscriptEntry => ({ kind: 'user', content })),
+            { kind: 'assistant', id: outputId, content: result.output, stopReason: result.stopReason },
+          ],
+        });
+        // What the runs this turn delegated to spent, as each last settled, is charged to this run.
+        const nestedSpend = Object.fromEntries(
+          delegated.flatMap((run) => {
+            const spend = spendOf(run);
+            return spend ? [[run.id, spend]] : [];
+          }),
+        );
+        return {
+          ...result,
+          outputId,
+          consumedMessages: consumed,
+          ...(Object.keys(nestedSpend).length > 0 ? { nestedSpend } : {}),
+        };
+      },
+      { carryDetails: true },
+    );
   };
 }
 

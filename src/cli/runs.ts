@@ -347,7 +347,10 @@ function describeRecord(record: Pick<AuditRecord, 'type' | 'data'>): string | un
   }
 }
 
-/** When a model call of the run waits for its endpoint's rate limit (its heartbeat says so), as ISO 8601. */
+/**
+ * When a model call of the run waits for its endpoint's rate limit (its heartbeat says so), as ISO
+ * 8601. A wait already over is none: an attempt cut off while it waited leaves it behind.
+ */
 async function rateLimitedUntil(
   client: Client,
   description: Awaited<ReturnType<typeof describeOrUnknown>>,
@@ -357,7 +360,8 @@ async function rateLimitedUntil(
     if (!payloads?.length) continue;
     const details = (await decodePayload(client.options.loadedDataConverter, payloads).catch(() => undefined)) as
       { rateLimitedUntil?: number } | undefined;
-    if (typeof details?.rateLimitedUntil === 'number') return new Date(details.rateLimitedUntil).toISOString();
+    const until = details?.rateLimitedUntil;
+    if (typeof until === 'number' && until > Date.now()) return new Date(until).toISOString();
   }
   return undefined;
 }

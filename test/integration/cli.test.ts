@@ -7,9 +7,11 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
-import { canonicalJson } from '../../src';
+import { temporal as proto } from '@temporalio/proto';
+import { canonicalJson, type SubagentRunSettings } from '../../src';
 import {
   createScriptedProvider,
+  errorReply,
   type FakeOpenAI,
   freePort,
   hangReply,
@@ -264,6 +266,87 @@ it('shows a tree of LLM runs with what each spent itself and with the runs below
     `${run.id}  parked (completed)  spend unknown`,
     expect.stringMatching(/^ {2}subagent-.* {2}closed \(completed\) {2}spend unknown$/),
   ]);
+}, 60_000);
+
+const WAITING = /waiting for the model endpoint's rate limit until (\S+)/;
+/** A 429 asking the caller to come back in `seconds`. */
+const rateLimited = (seconds: number) =>
+  errorReply(429, 'rate limit reached', { headers: { 'retry-after': String(seconds) }, type: 'rate_limit_error' });
+/** The attempt of the run's pending model call, and whether it is running (not waiting for its retry). */
+async function pendingCall(runId: string) {
+  const { raw } = await temporal.client.workflow.getHandle(runId).describe();
+  const [activity] = raw.pendingActivities ?? [];
+  return (
+    activity && {
+      attempt: activity.attempt ?? 0,
+      running: activity.state === proto.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
+    }
+  );
+}
+
+/**
+ * Runs an LLM child with `runSettings` whose first model call the endpoint answers 429 with a
+ * Retry-After of `seconds` (and any later one not at all), waits until `subagents show` prints the
+ * wait, and checks that it says until when; hands `check` the run and that time, then cancels the run.
+ */
+async function whileRateLimited(
+  seconds: number,
+  runSettings: SubagentRunSettings,
+  check: (runId: string, until: number) => Promise<void>,
+): Promise<void> {
+  const { provider, service, stop } = await llmChild({ name: uniqueName('cli-429'), tools: [], runSettings });
+  try {
+    fake.enqueue(rateLimited(seconds));
+    const asked = fake.requests.length;
+    const run = service.start(provider.name, { prompt: text('hello'), parent });
+    await fake.waitForRequests(asked + 1);
+    const refusedAt = Date.now();
+    const shown = await eventually(async () => WAITING.exec((await cli(['show', run.id])).stdout) ?? undefined, 15_000);
+    const until = Date.parse(shown[1]!);
+    expect(until).toBeGreaterThan(refusedAt + (seconds - 1) * 1000);
+    expect(until).toBeLessThanOrEqual(Date.now() + seconds * 1000);
+    await check(run.id, until);
+    run.cancel('done looking');
+    expect((await run.result).stopReason).toBe('aborted');
+  } finally {
+    await stop();
+  }
+}
+
+it("prints a model call's rate-limit wait while it lasts, and not once it is over, though the attempt that waited was cut off in it", async () => {
+  // The attempt's 4 s run out within the endpoint's 6 s; its retry waits 30 s.
+  const settings = {
+    turnTimeout: '4 seconds',
+    heartbeatTimeout: '2 seconds',
+    retry: { initialInterval: '30 seconds' },
+  };
+  await whileRateLimited(6, settings, async (runId, until) => {
+    // The attempt timed out in its wait and left it in its heartbeat; once the wait is over it is none.
+    await eventually(
+      async () => ((await pendingCall(runId))?.attempt === 2 && Date.now() > until ? true : undefined),
+      20_000,
+    );
+    const after = await cli(['show', runId]);
+    expect(after.code).toBe(0);
+    expect(after.stdout).not.toMatch(WAITING);
+    expect(json(await cli(['show', runId, '--json'])).rateLimitedUntil).toBeUndefined();
+  });
+}, 60_000);
+
+it('does not show the rate-limit wait of an attempt before as the wait of the one that retried it', async () => {
+  // The first attempt is cut off 3 s into a 120 s wait; the second asks at once, and hangs.
+  const settings = { turnTimeout: '3 seconds', heartbeatTimeout: '2 seconds', retry: { initialInterval: '1 second' } };
+  await whileRateLimited(120, settings, async (runId) => {
+    await eventually(async () => {
+      const call = await pendingCall(runId);
+      return call && call.attempt >= 2 && call.running ? true : undefined;
+    }, 20_000);
+    // The wait the first attempt left is still ahead, but the attempt running now is not in it.
+    await eventually(
+      async () => (json(await cli(['show', runId, '--json'])).rateLimitedUntil === undefined ? true : undefined),
+      10_000,
+    );
+  });
 }, 60_000);
 
 it('exports an audit trail that verifies, and detects an edited, a removed and a reordered record', async () => {
