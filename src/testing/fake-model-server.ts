@@ -26,8 +26,16 @@ export type FakeReply =
       delayMs?: number;
       /** Streamed (`stream: true`): the wait before each word of the content. */
       tokenDelayMs?: number;
+      /** Streamed: after `afterWords` words of the content, the rest waits until `until` settles. */
+      hold?: StreamHold;
     }
   | { kind: 'hang' };
+
+/** A streamed answer held part way, so a test sees what came before it while the rest cannot come yet. */
+export interface StreamHold {
+  afterWords: number;
+  until: PromiseLike<unknown>;
+}
 
 export type FakeHandler = (request: FakeChatRequest) => FakeReply | Promise<FakeReply>;
 
@@ -119,13 +127,15 @@ export function textReply(
     usage?: Usage;
     delayMs?: number;
     tokenDelayMs?: number;
+    /** Streamed: the rest of the words after `afterWords` wait until `until` settles. */
+    hold?: StreamHold;
     model?: string;
     /** Reasoning sent before the text (`reasoning_content`), streamed a word at a time like it. */
     reasoning?: string;
   } = {},
 ): FakeReply {
-  return withTokenDelay(
-    options.tokenDelayMs,
+  return withStreaming(
+    options,
     completionReply(
       (ctx) =>
         chatCompletion(
@@ -145,8 +155,13 @@ export function textReply(
   );
 }
 
-function withTokenDelay(tokenDelayMs: number | undefined, reply: FakeReply): FakeReply {
-  if (tokenDelayMs !== undefined && reply.kind === 'json') reply.tokenDelayMs = tokenDelayMs;
+function withStreaming(
+  { tokenDelayMs, hold }: { tokenDelayMs?: number; hold?: StreamHold },
+  reply: FakeReply,
+): FakeReply {
+  if (reply.kind !== 'json') return reply;
+  if (tokenDelayMs !== undefined) reply.tokenDelayMs = tokenDelayMs;
+  if (hold) reply.hold = hold;
   return reply;
 }
 
@@ -442,7 +457,8 @@ export async function startFakeOpenAI(
     if (quota && used > charged) chargeTokens(used - charged);
     if (request.body?.stream === true && status === 200 && isCompletion(body)) {
       const includeUsage = request.body?.stream_options?.include_usage === true;
-      await streamCompletion(res, body, includeUsage, reply.tokenDelayMs ?? 0, done, options.onStreamText);
+      const pace = { tokenDelayMs: reply.tokenDelayMs ?? 0, ...(reply.hold ? { hold: reply.hold } : {}) };
+      await streamCompletion(res, body, includeUsage, pace, done, options.onStreamText);
       return;
     }
     sendJson(res, status, body, reply.headers);
@@ -539,13 +555,14 @@ function isCompletion(body: unknown): body is Completion {
 
 /**
  * A completion as the chunks of a stream: the role, the reasoning and then the content a word at
- * a time (`tokenDelayMs` before each), each tool call whole, the finish reason, the usage if asked, then `[DONE]`.
+ * a time (`tokenDelayMs` before each, and the `hold` before the content's word it names), each
+ * tool call whole, the finish reason, the usage if asked, then `[DONE]`.
  */
 async function streamCompletion(
   res: ServerResponse,
   completion: Completion,
   includeUsage: boolean,
-  tokenDelayMs: number,
+  { tokenDelayMs, hold }: { tokenDelayMs: number; hold?: StreamHold },
   done: Promise<'answered' | 'aborted'>,
   onText?: (text: string) => void,
 ): Promise<void> {
@@ -562,7 +579,11 @@ async function streamCompletion(
     if (tokenDelayMs > 0 && !(await delayUnlessAborted(tokenDelayMs, done))) return;
     send({ reasoning_content: word });
   }
-  for (const word of words(choice.message.content)) {
+  for (const [index, word] of words(choice.message.content).entries()) {
+    if (index === hold?.afterWords) {
+      const held = Promise.resolve(hold.until).then(() => 'released' as const);
+      if ((await Promise.race([held, done])) === 'aborted') return;
+    }
     if (tokenDelayMs > 0 && !(await delayUnlessAborted(tokenDelayMs, done))) return;
     onText?.(word);
     send({ content: word });

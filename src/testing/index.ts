@@ -7,6 +7,7 @@ export {
   type FakeHandler,
   type FakeOpenAI,
   type FakeReply,
+  type StreamHold,
   errorReply,
   hangReply,
   refusalReply,

@@ -267,6 +267,37 @@ test('a client that disconnects during delayMs is recorded aborted and gets no a
   expect(recorded.aborted).toBe(true);
 });
 
+test('a streamed reply held after some words sends those, and the rest only once the hold settles', async () => {
+  const written: string[] = [];
+  const server = await startFakeOpenAI({ onStreamText: (text) => written.push(text) });
+  try {
+    let release = () => {};
+    const until = new Promise<void>((resolve) => (release = resolve));
+    server.enqueue(textReply('one two three four five', { hold: { afterWords: 2, until } }));
+    const res = await fetch(`${server.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...request, stream: true }),
+    });
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let received = '';
+    const content = () => [...received.matchAll(/"content":"([^"]*)"/g)].map((match) => match[1]).join('');
+    while (content() !== 'one two ') {
+      const chunk = await reader.read();
+      if (chunk.done) throw new Error(`the stream ended at: ${content()}`);
+      received += chunk.value;
+    }
+    // Nothing past the hold has been written, though nothing else delays it.
+    expect(written).toEqual(['one ', 'two ']);
+    release();
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) received += chunk.value;
+    expect(content()).toBe('one two three four five');
+    expect(received.trimEnd().endsWith('data: [DONE]')).toBe(true);
+  } finally {
+    await server.close();
+  }
+});
+
 test('waitForRequests resolves once the total count has arrived, in arrival order', async () => {
   fake.setHandler(() => textReply('ok'));
   const waiting = fake.waitForRequests(3);
