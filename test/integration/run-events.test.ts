@@ -1,6 +1,6 @@
 // A run's progress events (`run.events()`): what the history records, numbered, live, from any
 // process, across resume (continue-as-new); a reader that restarts from its last offset + 1 sees
-// every event once.
+// every event once, a reader process killed part way included.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,12 +11,21 @@ import {
   createSubagentTool,
   runOpenAIToolCall,
 } from '../../src';
-import { type FakeOpenAI, type FakeReply, startFakeOpenAI, textReply, toolCallReply } from '../../src/testing';
+import {
+  type FakeOpenAI,
+  type FakeReply,
+  type ReadyProcess,
+  spawnReadyProcess,
+  startFakeOpenAI,
+  textReply,
+  toolCallReply,
+} from '../../src/testing';
 import { createSpawnProvider } from '../../src/worker';
 import {
   type TestTemporal,
   connectTestTemporal,
   eventually,
+  fixture,
   newService,
   startWorker,
   text,
@@ -64,6 +73,46 @@ async function readUntil(
     seen.push(event);
     if (event.type === until) return;
   }
+}
+
+/** An event as the reader process prints it: its offset, its type, and its text if it has one. */
+interface Printed {
+  offset: number;
+  type: SubagentRunEvent['type'];
+  text?: string;
+}
+const printed = (event: SubagentRunEvent): Printed => ({
+  offset: event.offset,
+  type: event.type,
+  ...('text' in event ? { text: event.text } : {}),
+});
+
+/** Reader processes still to kill after the test (a failed one leaves them waiting). */
+const readers: ReadyProcess[] = [];
+afterEach(() => Promise.all(readers.splice(0).map((reader) => reader.kill())));
+
+/**
+ * A process of its own that follows `runId`'s events from `from` (test/fixtures/events-reader.ts),
+ * stopping at `stopAfter` if given; `seen` fills with what it prints as it prints it, and `closed`
+ * resolves with its exit code once its output is all read.
+ */
+async function readerProcess(runId: string, from: number, stopAfter?: number) {
+  const seen: Printed[] = [];
+  const reader = await spawnReadyProcess(
+    fixture('events-reader'),
+    {
+      TEMPORAL_ADDRESS: temporal.address,
+      RUN_ID: runId,
+      FROM: String(from),
+      ...(stopAfter === undefined ? {} : { STOP_AFTER: String(stopAfter) }),
+    },
+    (line) => {
+      if (line.startsWith('{')) seen.push(JSON.parse(line) as Printed);
+    },
+  );
+  readers.push(reader);
+  const closed = new Promise<number | null>((resolve) => reader.child.once('close', (code) => resolve(code)));
+  return { seen, closed, kill: () => reader.kill() };
 }
 
 const shape = (events: SubagentRunEvent[]) =>
@@ -226,6 +275,66 @@ describe('run.events()', () => {
     expect(second.messages.some((message) => message.role === 'assistant')).toBe(true);
     await run.dispose();
   });
+
+  it('gives a reader process killed part way, and another started from its last offset + 1, every event once', async () => {
+    const secondStep = heldReply(toolCallReply([{ name: 'list_directory', arguments: {} }]));
+    let releaseRest = () => {};
+    const rest = new Promise<void>((resolve) => (releaseRest = resolve));
+    const words = Array.from({ length: 30 }, (_, index) => `part${index}`).join(' ');
+    const answer = heldReply(textReply(words, { tokenDelayMs: 30, hold: { afterWords: 10, until: rest } }));
+    fake.enqueue(
+      toolCallReply([
+        { name: 'list_directory', arguments: {} },
+        { name: 'no_such_tool', arguments: {} },
+      ]),
+      secondStep.reply,
+      answer.reply,
+    );
+    const run = service.start(spawn.name, { prompt: text('list it twice, then talk'), parent });
+    // The first reader stops part way through the second model call's events (usage, a call
+    // answered inline): killed there, it has printed the usage and not the call.
+    const first = await readerProcess(run.id, 0, 6);
+    // The first model call's six events (its turn's start, usage, two calls answered inline) come
+    // live while the second is held.
+    await eventually(() => first.seen.find((event) => event.offset === 5));
+    secondStep.release();
+    await eventually(() => first.seen.find((event) => event.offset === 6));
+    await first.kill();
+    await first.closed;
+    expect(first.seen.map((event) => event.type)).toEqual([
+      'turn-start',
+      'usage',
+      'tool-call-start',
+      'tool-call-end',
+      'tool-call-start',
+      'tool-call-end',
+      'usage',
+    ]);
+    const last = first.seen.at(-1)!.offset;
+
+    // With no reader, the answer begins: its first words are in the history as a text batch.
+    answer.release();
+    await eventually(async () =>
+      (await collect(run.events!({ follow: false }))).some((event) => event.type === 'text-delta') ? true : undefined,
+    );
+    const second = await readerProcess(run.id, last + 1);
+    await eventually(() => second.seen.find((event) => event.type === 'text-delta'));
+    // The rest of the answer comes while the second reader follows.
+    releaseRest();
+    await eventually(() => second.seen.find((event) => event.type === 'settled'));
+    expect((await run.result).output).toEqual(text(words));
+    await run.dispose();
+    expect(await second.closed).toBe(0);
+
+    const whole = await collect(service.attach(run.id).events!({ follow: false }));
+    const read = [...first.seen, ...second.seen];
+    expect(read.map((event) => event.offset)).toEqual(whole.map((_, index) => index));
+    expect(read).toEqual(whole.map(printed));
+    expect(read.at(-1)).toEqual({ offset: whole.length - 1, type: 'closed' });
+    expect(read.filter((event) => event.type === 'text')).toEqual([
+      { offset: expect.any(Number), type: 'text', text: words },
+    ]);
+  }, 60_000);
 
   it('hands a delegation’s progress to the OpenAI adapter’s onProgress while the parent waits', async () => {
     const tool = createSubagentTool(service, { provider: spawn.name });
