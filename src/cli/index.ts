@@ -26,7 +26,8 @@ const USAGE = `usage: subagents <command> [options]
   approve <id> <request> [--reason TEXT]  lets a tool call held for approval run (in the run or a run
                                           below it; the request id is in logs, show and events)
   deny <id> <request> [--reason TEXT]     denies it; the child reads the reason
-  logs <id> [--no-follow]                 the run's records as they happen, approvals waiting included
+  logs <id> [--follow|--no-follow]        the run's records as they happen, approvals waiting included:
+                                          until it closes (--follow, the default), or what it has so far
   audit export <id> [--out FILE]          the run's whole history as hash-chained JSONL, signed with
                                           SUBAGENT_AUDIT_SIGNING_KEY when it is set
   audit verify <file> [--public-key FILE] [--against-server]
@@ -50,6 +51,7 @@ async function main(argv: string[]): Promise<number> {
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
       wait: { type: 'boolean', default: false },
+      follow: { type: 'boolean', default: false },
       'no-follow': { type: 'boolean', default: false },
       tree: { type: 'boolean', default: false },
       schema: { type: 'string' },

@@ -70,7 +70,7 @@ function followProgress(client: Client, runId: string): { finish(): Promise<void
   let stopped = false;
   const print = (records: Pick<AuditRecord, 'type' | 'data'>[], from: number) => {
     for (const record of records.slice(from)) {
-      const line = describeRecord(record);
+      const line = describeRecord(record, runId);
       if (line) console.error(`  ${((Date.now() - startedAt) / 1000).toFixed(1).padStart(5)}s  ${line}`);
     }
   };
@@ -295,15 +295,21 @@ export async function resume(flags: Flags, client: Client, id: string, message: 
 }
 
 export async function logs(flags: Flags, client: Client, id: string): Promise<number> {
+  if (flags.values.follow && flags.values['no-follow']) {
+    throw new CliError('usage: subagents logs <id> [--follow|--no-follow], not both', EXIT.usage);
+  }
   for await (const record of auditDrafts(client, id, !flags.values['no-follow'])) {
     if (flags.json) console.log(JSON.stringify(record));
-    else console.log(`${record.time}  ${describeRecord(record) ?? record.type}`);
+    else console.log(`${record.time}  ${describeRecord(record, id) ?? record.type}`);
   }
   return EXIT.ok;
 }
 
-/** One line for a record, for humans; undefined for records not worth a progress line. */
-function describeRecord(record: Pick<AuditRecord, 'type' | 'data'>): string | undefined {
+/**
+ * One line for a record of run `runId`, for humans (a held call with the command that answers
+ * it); undefined for records not worth a progress line.
+ */
+function describeRecord(record: Pick<AuditRecord, 'type' | 'data'>, runId: string): string | undefined {
   const data = record.data as Record<string, unknown>;
   const content = (value: unknown) => (Array.isArray(value) ? textOf(value as ContentBlock[]) : '');
   switch (record.type) {
@@ -324,8 +330,13 @@ function describeRecord(record: Pick<AuditRecord, 'type' | 'data'>): string | un
       return `model call (turn ${String(data.turn)}) ${String(data.stopReason)}: ${content(data.output)}`;
     case 'tool.call':
       return `tool ${String(data.tool)}(${String(data.arguments)})`;
-    case 'approval.requested':
-      return `awaiting approval ${String(data.requestId)}: ${approvalLine(data as { tool: string; arguments: string })}`;
+    case 'approval.requested': {
+      const requestId = String(data.requestId);
+      const call = approvalLine(data as { tool: string; arguments: string });
+      return `awaiting approval ${requestId}: ${call} (subagents approve|deny ${runId} ${requestId})`;
+    }
+    case 'approval.answer':
+      return `answer ${String(data.decision)}${data.identity ? ` from ${String(data.identity)}` : ''}: ${String(data.requestId)}`;
     case 'approval.decided':
       return `approval ${String(data.decision)} (${String(data.by)}${data.reason ? `: ${String(data.reason)}` : ''}): ${String(data.requestId)}`;
     case 'permission':
@@ -338,6 +349,8 @@ function describeRecord(record: Pick<AuditRecord, 'type' | 'data'>): string | un
       return `result of segment ${String(data.segment)}: ${String((data.result as SubagentResult).stopReason)}`;
     case 'cancel':
       return 'cancel requested';
+    case 'dispose':
+      return 'dispose requested';
     case 'close':
       return `closed (${String(data.closedBy)})`;
     case 'activity.failed':

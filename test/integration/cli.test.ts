@@ -1,5 +1,6 @@
 // The `subagents` command against the real server, as a user runs it: a separate process per
-// invocation, human and --json output, exit codes, and the audit trail's tamper check.
+// invocation, human and --json output, exit codes, the audit trail's tamper check, and `logs`
+// following an LLM child as it streams and waits for an approval.
 import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -8,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { temporal as proto } from '@temporalio/proto';
-import { canonicalJson, type SubagentRunSettings } from '../../src';
+import { type SubagentRunSettings, type SubagentTool, canonicalJson, runStarted, toolResult } from '../../src';
 import {
   createScriptedProvider,
   errorReply,
@@ -34,16 +35,31 @@ import {
 
 const CLI = resolve(__dirname, '..', '..', 'src', 'cli', 'index.ts');
 const scripted = createScriptedProvider({ name: uniqueName('cli'), runSettings: { resumeWindow: '1 hour' } });
+/** A tool every call of which waits for a person. */
+const deploy: SubagentTool = {
+  name: 'deploy',
+  description: 'Deploys the release.',
+  parameters: { type: 'object', properties: { env: { type: 'string' } }, required: ['env'] },
+  needsApproval: true,
+  execute: async () => toolResult('deployed'),
+};
 let temporal: TestTemporal;
-let stopWorker: () => Promise<void>;
 /** The model endpoint of the LLM children; a request nothing was queued for hangs until cancelled. */
 let fake: FakeOpenAI;
+/** An LLM child on the fake endpoint, which streams its answers. */
+let llm: ReturnType<typeof createSpawnProvider>;
+let stopWorker: () => Promise<void>;
 
 beforeAll(async () => {
   temporal = await connectTestTemporal();
-  stopWorker = await startWorker(temporal, [scripted], { heartbeatIntervalMs: 200 });
   fake = await startFakeOpenAI();
   fake.setHandler(() => hangReply());
+  llm = createSpawnProvider({
+    name: uniqueName('cli-spawn'),
+    tools: [deploy],
+    endpoint: { baseURL: fake.baseURL, model: 'fake-model' },
+  });
+  stopWorker = await startWorker(temporal, [scripted, llm], { heartbeatIntervalMs: 200 });
 });
 afterAll(async () => {
   await stopWorker?.();
@@ -81,6 +97,51 @@ async function cli(args: string[], env: Record<string, string> = {}): Promise<Ou
     return { code: failure.code, stdout: failure.stdout, stderr: failure.stderr };
   }
 }
+/** The CLI running on until it exits by itself: what it has printed so far, line by line. */
+function cliRunning(args: string[]) {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    env: { ...process.env, TEMPORAL_ADDRESS: temporal.address },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  const lines: string[] = [];
+  let partial = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    const parts = (partial + chunk).split('\n');
+    partial = parts.pop()!;
+    lines.push(...parts);
+  });
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const exited = new Promise<number | null>((done) => child.once('close', (code) => done(code)));
+  return {
+    lines,
+    exited,
+    /** Whether it is still running. */
+    running: () => child.exitCode === null && child.signalCode === null,
+    /** The first line `matches`, once printed; fails with what it printed if none comes, or it exits first. */
+    async line(matches: (line: string) => boolean): Promise<string> {
+      try {
+        return await eventually(() => {
+          const found = lines.find(matches);
+          if (found !== undefined || child.exitCode === null) return found;
+          throw new Error(`the CLI exited ${child.exitCode}`);
+        });
+      } catch (err) {
+        throw new Error(`${(err as Error).message} without the line; it printed:\n${lines.join('\n')}\n${stderr}`, {
+          cause: err,
+        });
+      }
+    },
+  };
+}
+/** CLI processes still to stop after the test (a failed one leaves them running). */
+const running = new Set<ReturnType<typeof spawn>>();
+afterEach(() => {
+  for (const child of running) if (child.exitCode === null) child.kill('SIGKILL');
+  running.clear();
+});
+
 const json = (outcome: Outcome) => JSON.parse(outcome.stdout.trim().split('\n').at(-1)!) as Record<string, any>;
 
 it('starts a run and waits for it, with progress on stderr and the result on stdout', async () => {
@@ -205,6 +266,55 @@ it('shows a held tool call in show and logs, lets approve answer it, and exits 1
     (await cli(['logs', id, '--no-follow'])).stdout.includes('approval allow') ? true : undefined,
   );
 });
+
+it('follows an LLM child with logs --follow: a held call as pending, its text as it streams, then the close', async () => {
+  let releaseRest = () => {};
+  const rest = new Promise<void>((resolve) => (releaseRest = resolve));
+  const answer = 'the release is out in production now';
+  fake.enqueue(
+    toolCallReply([{ name: 'deploy', arguments: { env: 'prod' } }]),
+    textReply(answer, { tokenDelayMs: 20, hold: { afterWords: 4, until: rest } }),
+  );
+  const service = newService(temporal);
+  service.registerProvider(llm);
+  const run = service.start(llm.name, { prompt: text('ship it'), parent: { id: 'cli-parent' } });
+  await runStarted(run);
+  const logs = cliRunning(['logs', run.id, '--follow']);
+  /** The records printed so far, without their times. */
+  const records = () => logs.lines.map((line) => line.replace(/^\S+ {2}/, ''));
+
+  const requestId = `${run.id}/t0.s0.c0`;
+  const pending = `awaiting approval ${requestId}: deploy({"env":"prod"}) (subagents approve|deny ${run.id} ${requestId})`;
+  await logs.line((line) => line.includes('awaiting approval'));
+  expect(records()).toContain(pending);
+  expect(await run.approve!(requestId, 'allow')).toMatchObject({ decision: 'allow' });
+  // The model holds the rest of its answer: what it streamed so far is printed already.
+  const streamed = () =>
+    records()
+      .flatMap((record) => (record.startsWith('… ') ? [record.slice(2)] : []))
+      .join('');
+  await logs.line((line) => line.includes('… ') && line.endsWith('out '));
+  expect(streamed()).toBe('the release is out ');
+  expect(records().filter((record) => record.includes(answer))).toEqual([]);
+  releaseRest();
+  await logs.line((line) => line.endsWith('result of segment 0: completed'));
+  // A settled run stays open for a resume, and so does the stream: it ends with the close.
+  expect(logs.running()).toBe(true);
+  await run.dispose();
+  expect(await logs.exited).toBe(0);
+  expect(records().filter((record) => !record.startsWith('… '))).toEqual([
+    `started on ${llm.name}: ship it`,
+    'model call (turn 0) completed: ',
+    pending,
+    expect.stringMatching(/^answer allow from \S+: subagent-/),
+    `approval allow (caller): ${requestId}`,
+    'tool deploy({"env":"prod"})',
+    `model call (turn 0) completed: ${answer}`,
+    'result of segment 0: completed',
+    'dispose requested',
+    'closed (disposed)',
+  ]);
+}, 60_000);
 
 it('shows a run with every run below it and what each spent (show --tree)', async () => {
   const delegating = JSON.stringify({
@@ -445,6 +555,9 @@ it('says so with documented exit codes for an unknown run, an unreachable server
   const usage = await cli(['start']);
   expect(usage.code).toBe(2);
   expect(usage.stderr).toContain('usage: subagents start <provider> <prompt>');
+  const both = await cli(['logs', `subagent-${scripted.name}:missing`, '--follow', '--no-follow']);
+  expect(both.code).toBe(2);
+  expect(both.stderr).toContain('usage: subagents logs <id> [--follow|--no-follow], not both');
 });
 
 it('runs `subagents dev`: the embedded server and a worker that serve a delegation, until SIGTERM', async () => {
