@@ -3,7 +3,7 @@
 // (OpenAI shape and Vercel AI SDK), nesting to maxDepth from inside LLM children, background mode
 // across a restart of the parent process. Clause tests are named after their clause.
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { generateText, stepCountIs } from 'ai';
+import { generateText, stepCountIs, streamText, type TextStreamPart, type ToolSet } from 'ai';
 import OpenAI from 'openai';
 import {
   type SubagentStartRequest,
@@ -328,6 +328,66 @@ describe('a parent model calling the tool', () => {
     const preliminary = outputs.slice(0, -1) as SubagentRunEvent[];
     expect(preliminary.map((event) => event.type)).toEqual(['turn-start', 'text', 'turn-end', 'settled']);
     expect(preliminary[1]).toMatchObject({ type: 'text', text: 'answered after some work', depth: 1 });
+  });
+
+  it('streams the child’s progress through streamText as preliminary tool results, live, before the answer', async () => {
+    const words = Array.from({ length: 40 }, (_, index) => `word${index}`).join(' ');
+    let releaseAnswer = () => {};
+    const answerHeld = new Promise<void>((resolve) => (releaseAnswer = resolve));
+    // The parent asks the subagent tool; the child (a spawn run on the same endpoint) calls a tool
+    // it lacks, then streams its answer, which waits until the test has seen progress come.
+    fake.setHandler(async (request) => {
+      if (request.body.model === 'parent-model') return parentTurn(request);
+      if (request.body.messages.at(-1).role !== 'tool') return toolCallReply([{ name: 'no_such_tool', arguments: {} }]);
+      await answerHeld;
+      return textReply(words, { tokenDelayMs: 40 });
+    });
+    const tool = createSubagentTool(service, { provider: spawnName });
+    const model = createOpenAICompatible({ name: 'fake', baseURL: fake.baseURL, apiKey: 'test' }).chatModel(
+      'parent-model',
+    );
+    const stream = streamText({
+      model,
+      prompt: 'what is the answer?',
+      tools: { subagent: toAiSdkTool(tool, { parent }) },
+      stopWhen: stepCountIs(3),
+    });
+    const parts: TextStreamPart<ToolSet>[] = [];
+    const reading = (async () => {
+      for await (const part of stream.fullStream) parts.push(part);
+    })();
+    const results = () => parts.flatMap((part) => (part.type === 'tool-result' ? [part] : []));
+    try {
+      // The child's first model call is answered while its second is held: its progress is in
+      // the parent's stream already.
+      await eventually(() =>
+        results().find((part) => part.preliminary && (part.output as SubagentRunEvent).type === 'tool-call-end'),
+      );
+    } finally {
+      releaseAnswer();
+    }
+    await reading;
+    expect(await stream.text).toBe(`the child said: ${words}`);
+
+    const delegation = results();
+    expect(delegation.every((part) => part.toolCallId === 'call-sub' && part.toolName === 'subagent')).toBe(true);
+    // Only the last is the tool's result; every one before it is preliminary.
+    expect(delegation.map((part) => part.preliminary === true)).toEqual(
+      delegation.map((_, i) => i < delegation.length - 1),
+    );
+    expect(delegation.at(-1)!.output).toBe(words);
+    // The SDK hands on the last output as preliminary too: the progress events come before it.
+    const progress = delegation.slice(0, -2).map((part) => part.output as SubagentRunEvent);
+    expect(delegation.at(-2)!.output).toBe(words);
+    const types = progress.map((event) => event.type);
+    expect(types.slice(0, 4)).toEqual(['turn-start', 'usage', 'tool-call-start', 'tool-call-end']);
+    expect(types).toContain('text-delta');
+    expect(types.indexOf('text-delta')).toBeLessThan(types.indexOf('text'));
+    expect(types.at(-1)).toBe('settled');
+    expect(progress.find((event) => event.type === 'text')).toMatchObject({ text: words, depth: 1 });
+    // The parent model never sees the progress: its next request carries the answer alone.
+    const parentCalls = fake.requests.filter((request) => request.body?.model === 'parent-model');
+    expect(parentCalls.at(-1)!.body.messages.at(-1)).toMatchObject({ role: 'tool', content: words });
   });
 });
 
