@@ -12,7 +12,9 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
+import { temporal as proto } from '@temporalio/proto';
 import { Worker, DefaultLogger, Runtime, bundleWorkflowCode } from '@temporalio/worker';
 import { type SubagentTurnProvider, TemporalSubagentService } from '../src';
 import { type FakeChatRequest, spawnWorkerProcess, startFakeOpenAI, textReply, toolCallReply } from '../src/testing';
@@ -20,6 +22,7 @@ import { bundleSubagentWorkflows, connectTemporal, createSpawnProvider, createSu
 import { type Timing, observers, timed } from './observers';
 import { type LoopProcess, startOurs, startPeer } from './loop-process';
 import { type Spread, describeSpread, percentiles, round, spread } from './stats';
+import { bareParked, resumeParkedUpdate, wakeParkedUpdate } from './baseline-workflows';
 import { toolLoop } from './tool-loop';
 
 const flag = (name: string) => process.argv.includes(`--${name}`);
@@ -43,6 +46,9 @@ const log = (line = '') => console.log(line);
 const sleep = (ms: number) => new Promise((resolveSleep) => setTimeout(resolveSleep, ms));
 const text = (value: string) => [{ type: 'text' as const, text: value }];
 const parent = { id: 'bench' };
+const BASELINE_QUEUE = 'bench.baseline';
+/** The event of a memo change: where the bare parked workflow's settle point is in history. */
+const MEMO_CHANGED = proto.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED;
 const results: Record<string, unknown> = {};
 
 const noop = (name: string, resumable: boolean): SubagentTurnProvider => ({
@@ -142,29 +148,39 @@ async function main(): Promise<void> {
     bigOutputs,
     unstreamed,
   ];
-  const subagentWorker = await createSubagentWorker({
-    connection,
-    providers,
-    ...(dataConverter ? { dataConverter } : {}),
-  });
-  // The baseline: the same worker settings as createSubagentWorker's (heartbeat throttle, sticky timeout).
-  const baselineWorker = await Worker.create({
-    connection,
-    namespace: temporal.namespace,
-    taskQueue: 'bench.baseline',
-    workflowBundle: await bundleWorkflowCode({
-      workflowsPath: require.resolve('./baseline-workflows'),
-      logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} },
-    }),
-    activities: { async noop() {} },
-    maxHeartbeatThrottleInterval: 1000,
-    defaultHeartbeatThrottleInterval: 1000,
-    stickyQueueScheduleToStartTimeout: 1000,
-  });
+  const parkedTurns = new Waiters();
+  // The in-process workers, created for the figures that run on them (not for figure 6 alone).
+  const both = async <T>(fn: () => Promise<T>): Promise<T> => {
+    const subagentWorker = await createSubagentWorker({
+      connection,
+      providers,
+      ...(dataConverter ? { dataConverter } : {}),
+    });
+    // The baseline: the same worker settings as createSubagentWorker's (heartbeat throttle, sticky timeout).
+    const baselineWorker = await Worker.create({
+      connection,
+      namespace: temporal.namespace,
+      taskQueue: BASELINE_QUEUE,
+      workflowBundle: await bundleWorkflowCode({
+        workflowsPath: require.resolve('./baseline-workflows'),
+        logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} },
+      }),
+      activities: {
+        async noop() {},
+        async parkedTurn() {
+          const workflowId = Context.current().info.workflowExecution?.workflowId;
+          if (workflowId) parkedTurns.resolve(workflowId);
+        },
+      },
+      maxHeartbeatThrottleInterval: 1000,
+      defaultHeartbeatThrottleInterval: 1000,
+      stickyQueueScheduleToStartTimeout: 1000,
+    });
+    return subagentWorker.runUntil(() => baselineWorker.runUntil(fn));
+  };
   const service = new TemporalSubagentService({ client });
   for (const provider of providers) service.registerProvider(provider);
-  const bench = new Bench(service, client, timing, emitted);
-  const both = <T>(fn: () => Promise<T>) => subagentWorker.runUntil(() => baselineWorker.runUntil(fn));
+  const bench = new Bench(service, client, temporal.namespace, timing, emitted, parkedTurns);
 
   if (flag('long-turn')) await both(async () => (results.long_turn = await bench.longTurn(bigOutputs.name)));
   else if (flag('observers')) await both(() => observers(temporal.address, serverPid, service, timing, results, quick));
@@ -202,6 +218,21 @@ async function main(): Promise<void> {
   if (json) console.log(JSON.stringify(results));
 }
 
+/** A moment awaited by key: `next(key)` resolves with the time of the first `resolve(key)` after it. */
+class Waiters {
+  private readonly pending = new Map<string, (at: number) => void>();
+
+  next(key: string): Promise<number> {
+    return new Promise((done) => this.pending.set(key, done));
+  }
+
+  resolve(key: string): void {
+    const done = this.pending.get(key);
+    this.pending.delete(key);
+    done?.(performance.now());
+  }
+}
+
 /** Figure 10 at one step count: wall time per step of ours, the peer's and the bare loop's, and history per step. */
 interface LoopFigure {
   ours_per_step_ms: { p50: number; p90: number };
@@ -218,9 +249,12 @@ class Bench {
   constructor(
     private readonly service: TemporalSubagentService,
     private readonly client: Client,
+    private readonly namespace: string,
     private readonly timing: Timing,
     /** When the fake model wrote each streamed word. */
     private readonly emitted: ReadonlyMap<string, number>,
+    /** When each bare parked workflow's resumed run started its activity. */
+    private readonly parkedTurns: Waiters,
   ) {}
 
   /** start -> result of a no-op delegation. */
@@ -237,7 +271,7 @@ class Bench {
   async baselineOnce(requestEagerStart = true): Promise<number> {
     const started = performance.now();
     const handle = await this.client.workflow.start('bareRoundTrip', {
-      taskQueue: 'bench.baseline',
+      taskQueue: BASELINE_QUEUE,
       workflowId: `bare-${randomUUID()}`,
       requestEagerStart,
     });
@@ -245,12 +279,53 @@ class Bench {
     return performance.now() - started;
   }
 
+  /**
+   * The bare parked workflow (the contract's shape with nothing in it): start -> its settle point,
+   * read from history as our caller reads it (a long poll per new batch of events); then a `resume`
+   * update (and a `wake`, as ours sends) -> the continued run's activity starts.
+   */
+  async parkedOnce(): Promise<{ latency: number; resume: number }> {
+    const workflowId = `bare-parked-${randomUUID()}`;
+    const started = performance.now();
+    const handle = await this.client.workflow.start(bareParked, {
+      taskQueue: BASELINE_QUEUE,
+      workflowId,
+      requestEagerStart: true,
+    });
+    await this.parkedSettle(workflowId, handle.firstExecutionRunId);
+    const latency = performance.now() - started;
+    const turn = this.parkedTurns.next(workflowId);
+    const resumedAt = performance.now();
+    await handle.executeUpdate(resumeParkedUpdate);
+    handle.executeUpdate(wakeParkedUpdate).catch(() => undefined);
+    const resume = (await turn) - resumedAt;
+    // Once its activity has completed (no completion for a closed run), the continued run is ended.
+    await this.parkedSettle(workflowId);
+    await handle.terminate();
+    return { latency, resume };
+  }
+
+  /** Until the bare parked workflow's run (by default its current one) records its settle point. */
+  private async parkedSettle(workflowId: string, runId?: string): Promise<void> {
+    let nextPageToken: Uint8Array | undefined;
+    for (;;) {
+      const page = await this.client.workflowService.getWorkflowExecutionHistory({
+        namespace: this.namespace,
+        execution: { workflowId, ...(runId ? { runId } : {}) },
+        waitNewEvent: true,
+        ...(nextPageToken ? { nextPageToken } : {}),
+      });
+      if (page.history?.events?.some((event) => event.eventType === MEMO_CHANGED)) return;
+      if (page.nextPageToken?.length) nextPageToken = page.nextPageToken;
+    }
+  }
+
   /** start -> result of the agent loop's shape with nothing in it: two activities per step. */
   async bareLoopOnce(steps: number): Promise<number> {
     const started = performance.now();
     const handle = await this.client.workflow.start('bareToolLoop', {
       args: [steps],
-      taskQueue: 'bench.baseline',
+      taskQueue: BASELINE_QUEUE,
       workflowId: `bare-loop-${randomUUID()}`,
       requestEagerStart: true,
     });
@@ -313,6 +388,7 @@ class Bench {
       await this.facadeOnce();
       await this.baselineOnce();
       await this.baselineOnce(false);
+      await this.parkedOnce();
     }
     await this.throughput(100, () => this.facadeOnce('noop-closing'));
     await this.throughput(100, () => this.baselineOnce());
@@ -321,6 +397,10 @@ class Bench {
 
     const latency = { facade: [] as number[], eager: [] as number[], lazy: [] as number[], ratio: [] as number[] };
     const lazyRatio: number[] = [];
+    // The bare parked workflow: the contract's shape with nothing in it, and its ratios.
+    const parked = { latency: [] as number[], resume: [] as number[] };
+    const floor = { latency: [] as number[], resume: [] as number[] };
+    const toFloor = { latency: [] as number[], resume: [] as number[] };
     const rates = { facade: [] as number[], baseline: [] as number[], ratio: [] as number[] };
     const steer = { steering: [] as number[], resume: [] as number[] };
     const steeringRatio: number[] = [];
@@ -343,13 +423,23 @@ class Bench {
       const facade: number[] = [];
       const eager: number[] = [];
       const lazy: number[] = [];
+      const parkedLatency: number[] = [];
+      const parkedResume: number[] = [];
       for (let i = 0; i < latencySamples; i++) {
         if (oursFirst) facade.push(await this.facadeOnce());
         eager.push(await this.baselineOnce());
         lazy.push(await this.baselineOnce(false));
+        const sample = await this.parkedOnce();
+        parkedLatency.push(sample.latency);
+        parkedResume.push(sample.resume);
         if (!oursFirst) facade.push(await this.facadeOnce());
       }
       const eagerP50 = percentiles(eager).p50;
+      parked.latency.push(...parkedLatency);
+      parked.resume.push(...parkedResume);
+      floor.latency.push(percentiles(parkedLatency).p50 / eagerP50);
+      floor.resume.push(percentiles(parkedResume).p50 / eagerP50);
+      toFloor.latency.push(percentiles(facade).p50 / percentiles(parkedLatency).p50);
       latency.facade.push(...facade);
       latency.eager.push(...eager);
       latency.lazy.push(...lazy);
@@ -377,6 +467,7 @@ class Bench {
       steer.resume.push(...resume);
       steeringRatio.push(percentiles(steering).p50 / eagerP50);
       resumeRatio.push(percentiles(resume).p50 / eagerP50);
+      toFloor.resume.push(percentiles(resume).p50 / percentiles(parkedResume).p50);
 
       for (const [steps, loop] of loops) {
         const oursPerStep: number[] = [];
@@ -400,9 +491,10 @@ class Bench {
         loop.ratio.push(percentiles(oursPerStep).p50 / percentiles(theirs).p50);
       }
       log(
-        `   round ${r + 1}/${ROUNDS}: latency ${(percentiles(facade).p50 / eagerP50).toFixed(3)}   ` +
-          `throughput ${throughputRatio.toFixed(3)}   steering ${steeringRatio.at(-1)!.toFixed(3)}   ` +
-          `resume ${resumeRatio.at(-1)!.toFixed(3)}   agent loop ${[...loops.values()].map((loop) => loop.ratio.at(-1)!.toFixed(3)).join(' / ')}`,
+        `   round ${r + 1}/${ROUNDS}: latency ${(percentiles(facade).p50 / eagerP50).toFixed(3)} ` +
+          `(parked floor ${floor.latency.at(-1)!.toFixed(3)})   throughput ${throughputRatio.toFixed(3)}   ` +
+          `steering ${steeringRatio.at(-1)!.toFixed(3)}   resume ${resumeRatio.at(-1)!.toFixed(3)} ` +
+          `(parked floor ${floor.resume.at(-1)!.toFixed(3)})   agent loop ${[...loops.values()].map((loop) => loop.ratio.at(-1)!.toFixed(3)).join(' / ')}`,
       );
     }
 
@@ -416,6 +508,9 @@ class Bench {
       baseline_p50_ms: round(l.p50),
       ratio: latencyRatio,
       ratio_to_lazy_baseline: spread(lazyRatio),
+      parked_baseline_p50_ms: round(percentiles(parked.latency).p50),
+      parked_baseline_ratio: spread(floor.latency),
+      ratio_to_parked_baseline: spread(toFloor.latency),
     };
     log(`1. Delegation latency, start -> result, ${latencySamples} runs of each per round:`);
     log(`   facade (no-op provider, eager start)      p50 ${f.p50.toFixed(1)} ms   p95 ${f.p95.toFixed(1)} ms`);
@@ -423,6 +518,10 @@ class Bench {
     log(`   bare workflow + 1 activity, no eager      p50 ${l.p50.toFixed(1)} ms   p95 ${l.p95.toFixed(1)} ms`);
     log(`   ratio to the eager one (p50)              ${describeSpread(latencyRatio)}`);
     log(`   ratio to the one without eager start      ${describeSpread(spread(lazyRatio))}`);
+    const pl = percentiles(parked.latency);
+    log(`   bare parked workflow, to its settle point p50 ${pl.p50.toFixed(1)} ms   p95 ${pl.p95.toFixed(1)} ms`);
+    log(`     its ratio to the eager one (the floor)  ${describeSpread(spread(floor.latency))}`);
+    log(`     ours to it                              ${describeSpread(spread(toFloor.latency))}`);
 
     const throughputRatio = spread(rates.ratio, { atLeast: 0.9 });
     results.throughput = {
@@ -441,7 +540,15 @@ class Bench {
     const steeringSpread = spread(steeringRatio, { atMost: 1.0 });
     const resumeSpread = spread(resumeRatio, { atMost: 1.5 });
     results.steering = { p50_ms: round(s.p50), p95_ms: round(s.p95), ratio_to_round_trip: steeringSpread };
-    results.resume = { p50_ms: round(rs.p50), p95_ms: round(rs.p95), ratio_to_round_trip: resumeSpread };
+    const pr = percentiles(parked.resume);
+    results.resume = {
+      p50_ms: round(rs.p50),
+      p95_ms: round(rs.p95),
+      ratio_to_round_trip: resumeSpread,
+      parked_baseline_p50_ms: round(pr.p50),
+      parked_baseline_ratio: spread(floor.resume),
+      ratio_to_parked_baseline: spread(toFloor.resume),
+    };
     log(`3. Steering, turn boundary -> the provider's next turn with the message, ${steerSamples} per round:`);
     log(
       `   p50 ${s.p50.toFixed(1)} ms   p95 ${s.p95.toFixed(1)} ms   to the bare round trip ${describeSpread(steeringSpread)}`,
@@ -449,6 +556,10 @@ class Bench {
     log(`4. Resume, resume() -> the provider's new turn, same samples:`);
     log(
       `   p50 ${rs.p50.toFixed(1)} ms   p95 ${rs.p95.toFixed(1)} ms   to the bare round trip ${describeSpread(resumeSpread)}`,
+    );
+    log(
+      `   bare parked workflow, resume -> its activity p50 ${pr.p50.toFixed(1)} ms   to the bare round trip ` +
+        `(the floor) ${describeSpread(spread(floor.resume))}   ours to it ${describeSpread(spread(toFloor.resume))}`,
     );
 
     log(
