@@ -255,7 +255,7 @@ export const disposeUpdate = defineUpdate<{ disposed: boolean }, [{ segment: num
 /**
  * Always refused, so it writes nothing; it only makes the server run a workflow task now. A run
  * that continued as new within a second of its start waits out the server's minimal interval
- * before its first task (`system.workflowIdReuseMinimalInterval`, 1 s); the resuming caller sends
+ * before its first task (`history.workflowIdReuseMinimalInterval`, 1 s); the resuming caller sends
  * this so the resumed segment starts at once.
  */
 export const wakeUpdate = defineUpdate<void, []>('wake');
