@@ -149,7 +149,6 @@ async function main(): Promise<void> {
     bigOutputs,
     unstreamed,
   ];
-  const parkedTurns = new Waiters();
   // The in-process workers, created for the figures that run on them (not for figure 6 alone).
   const both = async <T>(fn: () => Promise<T>): Promise<T> => {
     const subagentWorker = await createSubagentWorker({
@@ -170,7 +169,7 @@ async function main(): Promise<void> {
         async noop() {},
         async parkedTurn() {
           const workflowId = Context.current().info.workflowExecution?.workflowId;
-          if (workflowId) parkedTurns.resolve(workflowId);
+          if (workflowId) timing.record(workflowId, 'turn-start', 1);
         },
       },
       maxHeartbeatThrottleInterval: 1000,
@@ -181,7 +180,7 @@ async function main(): Promise<void> {
   };
   const service = new TemporalSubagentService({ client });
   for (const provider of providers) service.registerProvider(provider);
-  const bench = new Bench(service, client, temporal.namespace, timing, emitted, parkedTurns);
+  const bench = new Bench(service, client, temporal.namespace, timing, emitted);
 
   if (flag('long-turn')) await both(async () => (results.long_turn = await bench.longTurn(bigOutputs.name)));
   else if (flag('observers')) await both(() => observers(temporal.address, serverPid, service, timing, results, quick));
@@ -219,21 +218,6 @@ async function main(): Promise<void> {
   if (json) console.log(JSON.stringify(results));
 }
 
-/** A moment awaited by key: `next(key)` resolves with the time of the first `resolve(key)` after it. */
-class Waiters {
-  private readonly pending = new Map<string, (at: number) => void>();
-
-  next(key: string): Promise<number> {
-    return new Promise((done) => this.pending.set(key, done));
-  }
-
-  resolve(key: string): void {
-    const done = this.pending.get(key);
-    this.pending.delete(key);
-    done?.(performance.now());
-  }
-}
-
 /** Figure 10 at one step count: wall time per step of ours, the peer's and the bare loop's, and history per step. */
 interface LoopFigure {
   ours_per_step_ms: { p50: number; p90: number };
@@ -254,8 +238,6 @@ class Bench {
     private readonly timing: Timing,
     /** When the fake model wrote each streamed word. */
     private readonly emitted: ReadonlyMap<string, number>,
-    /** When each bare parked workflow's resumed run started its activity. */
-    private readonly parkedTurns: Waiters,
   ) {}
 
   /** start -> result of a no-op delegation. */
@@ -295,11 +277,10 @@ class Bench {
     });
     await this.parkedSettle(workflowId, handle.firstExecutionRunId);
     const latency = performance.now() - started;
-    const turn = this.parkedTurns.next(workflowId);
     const resumedAt = performance.now();
     await handle.executeUpdate(resumeParkedUpdate);
     handle.executeUpdate(wakeParkedUpdate).catch(() => undefined);
-    const resume = (await turn) - resumedAt;
+    const resume = (await this.timing.at(workflowId, 'turn-start', 1)) - resumedAt;
     // Once its activity has completed (no completion for a closed run), the continued run is ended.
     await this.parkedSettle(workflowId);
     await handle.terminate();

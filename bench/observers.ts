@@ -18,18 +18,22 @@ export function timed() {
   const seen = new Map<string, number>();
   const waiters = new Map<string, () => void>();
   const key = (runId: string, kind: string, turn: number) => `${runId}|${kind}|${turn}`;
+  type Kind = ScriptedTurnEvent['kind'];
+  const record = (runId: string, kind: Kind, turn: number) => {
+    const k = key(runId, kind, turn);
+    seen.set(k, performance.now());
+    waiters.get(k)?.();
+  };
   const provider = createScriptedProvider({
     name: 'timed',
-    observer: (event: ScriptedTurnEvent) => {
-      const k = key(event.runId, event.kind, event.turn);
-      seen.set(k, performance.now());
-      waiters.get(k)?.();
-    },
+    observer: (event: ScriptedTurnEvent) => record(event.runId, event.kind, event.turn),
   });
   return {
     provider,
+    /** Records a turn's event now, for turns that are not the provider's (the bare parked workflow's). */
+    record,
     /** When the turn's event happened (performance.now()), waiting for it if need be. */
-    at: async (runId: string, kind: 'turn-start' | 'turn-end', turn: number) => {
+    at: async (runId: string, kind: Kind, turn: number) => {
       const k = key(runId, kind, turn);
       if (!seen.has(k)) await new Promise<void>((resolve) => waiters.set(k, resolve));
       return seen.get(k)!;
