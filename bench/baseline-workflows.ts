@@ -1,5 +1,6 @@
 // The baselines the benchmarks compare against: bare Temporal workflows with no agent in them.
 import {
+  type ActivityOptions,
   ApplicationFailure,
   condition,
   continueAsNew,
@@ -9,16 +10,19 @@ import {
   upsertMemo,
 } from '@temporalio/workflow';
 
-const { noop, parkedTurn } = proxyActivities<{ noop(): Promise<void>; parkedTurn(): Promise<void> }>({
-  startToCloseTimeout: '1 minute',
-});
+/**
+ * The activities, with the options a run's own activities have (`turnActivityOptions` of the
+ * same settings, from the caller): the same timeouts, heartbeat timeout and retry policy.
+ */
+const activities = (options: ActivityOptions) =>
+  proxyActivities<{ noop(): Promise<void>; parkedTurn(): Promise<void> }>(options);
 
 export const resumeParkedUpdate = defineUpdate<void>('resume');
 export const wakeParkedUpdate = defineUpdate<void>('wake');
 
 /** One activity: the least a durable delegation can cost. */
-export async function bareRoundTrip(): Promise<void> {
-  await noop();
+export async function bareRoundTrip(options: ActivityOptions): Promise<void> {
+  await activities(options).noop();
 }
 
 /**
@@ -26,7 +30,8 @@ export async function bareRoundTrip(): Promise<void> {
  * (where its caller sees it in history), then parked until a `resume` update continues it as new,
  * whose run starts with an activity (`parkedTurn`). `wake` is refused, as the run workflow's is.
  */
-export async function bareParked(resumed = false): Promise<void> {
+export async function bareParked(options: ActivityOptions, resumed = false): Promise<void> {
+  const { noop, parkedTurn } = activities(options);
   await (resumed ? parkedTurn() : noop());
   upsertMemo({ settled: true });
   let resume = false;
@@ -38,11 +43,12 @@ export async function bareParked(resumed = false): Promise<void> {
       throw ApplicationFailure.nonRetryable('nothing to do', 'WOKEN');
     },
   });
-  if (await condition(() => resume, '1 hour')) await continueAsNew<typeof bareParked>(true);
+  if (await condition(() => resume, '1 hour')) await continueAsNew<typeof bareParked>(options, true);
 }
 
 /** An agent loop's shape with nothing in it: per step, one activity for the model and one for the tool. */
-export async function bareToolLoop(steps: number): Promise<void> {
+export async function bareToolLoop(options: ActivityOptions, steps: number): Promise<void> {
+  const { noop } = activities(options);
   for (let step = 0; step < steps; step++) {
     await noop();
     if (step < steps - 1) await noop();

@@ -20,6 +20,9 @@ import { Worker, DefaultLogger, Runtime, bundleWorkflowCode } from '@temporalio/
 import { type SubagentTurnProvider, TemporalSubagentService } from '../src';
 import { type FakeChatRequest, spawnWorkerProcess, startFakeOpenAI, textReply, toolCallReply } from '../src/testing';
 import { bundleSubagentWorkflows, connectTemporal, createSpawnProvider, createSubagentWorker } from '../src/worker';
+import { resolveRunSettings } from '../src/client/run-settings';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '../src/seam/constants';
+import { turnActivityOptions } from '../workflows/definitions';
 import { type Timing, observers, timed } from './observers';
 import { type LoopProcess, startOurs, startPeer } from './loop-process';
 import { type Spread, describeSpread, percentiles, round, spread } from './stats';
@@ -48,6 +51,8 @@ const sleep = (ms: number) => new Promise((resolveSleep) => setTimeout(resolveSl
 const text = (value: string) => [{ type: 'text' as const, text: value }];
 const parent = { id: 'bench' };
 const BASELINE_QUEUE = 'bench.baseline';
+/** The bare workflows' activity options: those of a run with the default settings, as the no-op providers have. */
+const BASELINE_ACTIVITY_OPTIONS = turnActivityOptions(resolveRunSettings(DEFAULT_MAX_PAYLOAD_BYTES));
 /** The event of a memo change: where the bare parked workflow's settle point is in history. */
 const MEMO_CHANGED = proto.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED;
 const results: Record<string, unknown> = {};
@@ -156,10 +161,12 @@ async function main(): Promise<void> {
       providers,
       ...(dataConverter ? { dataConverter } : {}),
     });
-    // The baseline: the same worker settings as createSubagentWorker's (heartbeat throttle, sticky timeout).
+    // The baseline: the same worker settings as createSubagentWorker's (heartbeat throttle, sticky
+    // timeout, the data converter).
     const baselineWorker = await Worker.create({
       connection,
       namespace: temporal.namespace,
+      ...(dataConverter ? { dataConverter } : {}),
       taskQueue: BASELINE_QUEUE,
       workflowBundle: await bundleWorkflowCode({
         workflowsPath: require.resolve('./baseline-workflows'),
@@ -254,6 +261,7 @@ class Bench {
   async baselineOnce(requestEagerStart = true): Promise<number> {
     const started = performance.now();
     const handle = await this.client.workflow.start('bareRoundTrip', {
+      args: [BASELINE_ACTIVITY_OPTIONS],
       taskQueue: BASELINE_QUEUE,
       workflowId: `bare-${randomUUID()}`,
       requestEagerStart,
@@ -271,6 +279,7 @@ class Bench {
     const workflowId = `bare-parked-${randomUUID()}`;
     const started = performance.now();
     const handle = await this.client.workflow.start(bareParked, {
+      args: [BASELINE_ACTIVITY_OPTIONS],
       taskQueue: BASELINE_QUEUE,
       workflowId,
       requestEagerStart: true,
@@ -306,7 +315,7 @@ class Bench {
   async bareLoopOnce(steps: number): Promise<number> {
     const started = performance.now();
     const handle = await this.client.workflow.start('bareToolLoop', {
-      args: [steps],
+      args: [BASELINE_ACTIVITY_OPTIONS, steps],
       taskQueue: BASELINE_QUEUE,
       workflowId: `bare-loop-${randomUUID()}`,
       requestEagerStart: true,

@@ -1,8 +1,16 @@
 // The workflows' contracts with everything outside them: the run workflow's one input and its
 // result, the state it carries through continue-as-new, and the signals, updates and queries
-// clients and workers send it; the token limiter's. Plain data only. The caller's side imports
-// this module, never the workflows' code.
-import { type Sinks, defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+// clients and workers send it; the token limiter's; and the options a run's settings give its
+// activities. Plain data, no workflow logic: the caller's side imports this module, never the
+// workflows' code.
+import {
+  type ActivityOptions,
+  ActivityCancellationType,
+  type Sinks,
+  defineQuery,
+  defineSignal,
+  defineUpdate,
+} from '@temporalio/workflow';
 import type {
   RequestApprovalArgs,
   ReserveTokensArgs,
@@ -45,6 +53,26 @@ export interface ResolvedRunSettings {
   maxPayloadBytes: number;
   /** How long a tool call waits for its approval before it is denied (runs since approvals exist). */
   approvalTimeoutMs?: number;
+}
+
+/**
+ * The options of a run's activities (its turns, model calls and tools), from its settings. The
+ * benchmark's bare workflows take the same, so both sides pay for the same timeouts and retries.
+ */
+export function turnActivityOptions(settings: ResolvedRunSettings): ActivityOptions {
+  return {
+    startToCloseTimeout: settings.turnStartToCloseMs,
+    heartbeatTimeout: settings.turnHeartbeatMs,
+    // The workflow waits until the provider has really stopped before it settles `aborted`.
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: {
+      initialInterval: settings.turnRetry.initialIntervalMs,
+      backoffCoefficient: settings.turnRetry.backoffCoefficient,
+      maximumInterval: settings.turnRetry.maximumIntervalMs,
+      maximumAttempts: settings.turnRetry.maximumAttempts,
+      nonRetryableErrorTypes: settings.turnRetry.nonRetryableErrorTypes,
+    },
+  };
 }
 
 export interface SubagentRunInput {

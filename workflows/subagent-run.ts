@@ -4,9 +4,7 @@
 // continues the same workflow id as new, carrying the conversation; cancel and dispose end the
 // run. A long segment continues as new between turns when the server suggests it.
 import {
-  ActivityCancellationType,
   ActivityFailure,
-  ActivityOptions,
   ApplicationFailure,
   CancellationScope,
   allHandlersFinished,
@@ -53,6 +51,7 @@ import {
   sendMessageSignal,
   statusQuery,
   textDeltaSignal,
+  turnActivityOptions,
   wakeUpdate,
 } from './definitions';
 import { Approvals, carriedMemo } from './approvals';
@@ -106,19 +105,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   const indexed = workflowInfo().typedSearchAttributes.get(PROVIDER_ATTRIBUTE) !== undefined;
   const spendIndexed = workflowInfo().typedSearchAttributes.get(ROOT_RUN_ATTRIBUTE) !== undefined;
 
-  const activityOptions: ActivityOptions = {
-    startToCloseTimeout: settings.turnStartToCloseMs,
-    heartbeatTimeout: settings.turnHeartbeatMs,
-    // The workflow waits until the provider has really stopped before it settles `aborted`.
-    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    retry: {
-      initialInterval: settings.turnRetry.initialIntervalMs,
-      backoffCoefficient: settings.turnRetry.backoffCoefficient,
-      maximumInterval: settings.turnRetry.maximumIntervalMs,
-      maximumAttempts: settings.turnRetry.maximumAttempts,
-      nonRetryableErrorTypes: settings.turnRetry.nonRetryableErrorTypes,
-    },
-  };
+  const activityOptions = turnActivityOptions(settings);
   const approvals = new Approvals(state.runId, settings.approvalTimeoutMs, indexed);
   const runTurn = turnRunner(
     input.driver,
