@@ -3,7 +3,7 @@
 // A failure here means a workflow change needs `patched()`; never re-record to make it pass
 // (docs/versioning.md). Recordings overwritten before that rule held are back under their own
 // names: `<name>.<commit>.json`, the file as that commit had it.
-import { readdirSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { createScriptedProvider, replayHistoryFile } from '../../src/testing';
@@ -106,5 +106,13 @@ describe('replay', () => {
       await stop();
       await temporal.close();
     }
+  });
+
+  // A run's state is its own only while the modules it shares with the worker's other runs hold
+  // none (the layout test checks that); sharing them is what the preloading does.
+  it('builds its bundle to evaluate the workflow modules once per worker thread, shared by its runs', () => {
+    const code = readFileSync(workflowBundle().codePath, 'utf8');
+    const preloaded = /exports\.preloadModules = function preloadModules\(\) \{([^}]*)\}/.exec(code)?.[1];
+    expect(preloaded).toContain('"./workflows/index.ts"');
   });
 });
