@@ -45,15 +45,18 @@ export interface DevServer {
 }
 
 /**
- * History task queues read as soon as they have work. The server reads each shard's transfer and
- * timer queues at most 20 times a second by default: past a short burst, every workflow task of a
- * run waited about 50 ms to be dispatched (an agent step, two of them, 100 ms), on the dev server's
- * one shard as on a cluster's many. The dev server, `npm run cluster` and docker-compose.yml
- * (deploy/temporal-dynamic-config.yaml) all set it.
+ * History task queues read as soon as they have work, and timers fired when they are due. The
+ * server reads each shard's transfer and timer queues at most 20 times a second by default: past a
+ * short burst, every workflow task of a run waited about 50 ms to be dispatched (an agent step, two
+ * of them, 100 ms), on the dev server's one shard as on a cluster's many. And it fires a timer up
+ * to its time shift late, 1 s by default: a turn retried after its worker died (the retry's
+ * backoff is a timer) started about 1 s after the heartbeat timeout. The dev server,
+ * `npm run cluster` and docker-compose.yml (deploy/temporal-dynamic-config.yaml) all set them.
  */
-export const HISTORY_QUEUE_SETTINGS: Readonly<Record<string, number>> = {
+export const HISTORY_QUEUE_SETTINGS: Readonly<Record<string, number | string>> = {
   'history.transferProcessorMaxPollRPS': 1000,
   'history.timerProcessorMaxPollRPS': 1000,
+  'history.timerProcessorMaxTimeShift': '10ms',
 };
 
 /** Dynamic config the project relies on: updates for results and resume, eager dispatch for latency. */
