@@ -2,12 +2,14 @@
 // waits for the work to stop, the run's context from the worker's cache or its workflow, the
 // hosted provider by name, the payload limit on what an activity returns, the failure types no
 // retry can fix, and streamed text handed to the run's observers in batches.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { payloadLimitViolation } from '../src/seam/constants';
+import { canonicalJson } from '../src/seam/json';
 import type { ContentBlock } from '../src/seam/content';
 import type { SubagentApprovalDecision, SubagentPermissionDecision } from '../src/seam/result';
-import type { SubagentDelegate } from '../src/seam/delegation';
+import type { SubagentDelegate, SubagentDelegatingRun } from '../src/seam/delegation';
+import type { SubagentRun } from '../src/seam/run';
 import type {
   SubagentAgentProvider,
   SubagentHostedProvider,
@@ -23,7 +25,7 @@ import {
   type TextDeltaArgs,
   type TurnActivityInput,
 } from './types';
-import type { TranscriptEntry } from '../src/seam/request';
+import type { SubagentNestedStartRequest, TranscriptEntry } from '../src/seam/request';
 
 export interface ActivityDependencies {
   providers: ReadonlyMap<string, SubagentHostedProvider>;
@@ -304,6 +306,32 @@ export function runOf(input: { runId?: string }): string {
   const runId = input.runId ?? Context.current().info.workflowExecution?.workflowId;
   if (runId === undefined) throw ApplicationFailure.nonRetryable('this activity runs only in a subagent run', 'NO_RUN');
   return runId;
+}
+
+/**
+ * `delegate` as the activity identified by `callKey` offers it to its provider or tool: a
+ * delegation without an idempotency key of its own gets one made of `callKey`, the provider and
+ * the request, and how many identical delegations the attempt made before it. So a retried
+ * attempt (its worker died, its heartbeat lapsed) that delegates the same again joins the run its
+ * earlier attempt started, running or closed, instead of starting a second one; a delegation the
+ * earlier attempt did not make starts its own run.
+ */
+export function keyedDelegation(
+  delegate: SubagentDelegate,
+  parent: SubagentDelegatingRun,
+  callKey: string,
+): (provider: string, request: SubagentNestedStartRequest) => SubagentRun {
+  const made = new Map<string, number>();
+  return (provider, request) => {
+    if (request.idempotencyKey !== undefined) return delegate(provider, request, parent);
+    const { signal: _signal, ...wire } = request;
+    const fingerprint = createHash('sha256')
+      .update(canonicalJson({ provider, request: wire }))
+      .digest('hex');
+    const nth = made.get(fingerprint) ?? 0;
+    made.set(fingerprint, nth + 1);
+    return delegate(provider, { ...request, idempotencyKey: `${callKey}/${fingerprint}/${nth}` }, parent);
+  };
 }
 
 /**

@@ -5,7 +5,7 @@
 import { Context } from '@temporalio/activity';
 import type { ContentBlock } from '../src/seam/content';
 import { type SubagentTool, type SubagentToolContext, type ToolCallOutcome, toolError } from '../src/seam/tool';
-import { type ActivityHost, newEntryId, runOf } from './host';
+import { type ActivityHost, keyedDelegation, newEntryId, runOf } from './host';
 import type { ToolActivityInput, ToolActivityResult } from './types';
 
 export type ToolActivity = (input: ToolActivityInput) => Promise<ToolActivityResult>;
@@ -30,14 +30,15 @@ export function toolActivities(host: ActivityHost): Record<string, ToolActivity>
             ...input.delegation,
             ...(input.cwd === undefined ? {} : { cwd: input.cwd }),
           };
+          // The activity's identity: unique per call across continue-as-new, kept by its retries.
+          const callKey = `${info.workflowExecution?.runId ?? runId}/${info.activityId}`;
           return runToolCall(host, implementation, input.arguments, {
             cwd: input.cwd,
             signal,
             runId,
             callId: input.callId,
-            // The activity's identity: unique per call across continue-as-new, kept by its retries.
-            callKey: `${info.workflowExecution?.runId ?? runId}/${info.activityId}`,
-            ...(deps.delegate ? { delegate: (nested, request) => deps.delegate!(nested, request, parent) } : {}),
+            callKey,
+            ...(deps.delegate ? { delegate: keyedDelegation(deps.delegate, parent, callKey) } : {}),
           });
         });
         return { ...outcome, resultId: cacheToolResult(host, runId, input.callId, outcome) };

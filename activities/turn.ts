@@ -13,7 +13,7 @@ import type { SubagentSpend, SubagentTurnResult } from '../src/seam/result';
 import type { StructuredOutputSchema } from '../src/seam/structured';
 import { createStructuredOutputRuntime } from '../src/structured/runtime';
 import { validateStructuredValue } from '../src/structured/schema';
-import { type ActivityHost, newEntryId, runOf } from './host';
+import { type ActivityHost, keyedDelegation, newEntryId, runOf } from './host';
 import type { TurnActivityInput, TurnActivityResult } from './types';
 
 /**
@@ -49,6 +49,14 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
         const taken: ContentBlock[][] = [];
         const publisher = host.textPublisher(runId, input.turn);
         const delegated: SubagentRun[] = [];
+        // A retried turn that delegates as its earlier attempt did joins the runs that attempt started.
+        const delegate =
+          deps.delegate &&
+          keyedDelegation(
+            deps.delegate,
+            delegatingRun(runId, context.request, activity.cancellationSignal, input.spent),
+            `${activity.info.workflowExecution?.runId ?? runId}/${activity.info.activityId}`,
+          );
         const turnContext: SubagentTurnContext = {
           runId,
           segment: input.segment,
@@ -79,14 +87,10 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
           ...(publisher ? { streamText: publisher.add, streamReasoning: publisher.addReasoning } : {}),
           lastHeartbeat: activity.info.heartbeatDetails,
           ...(structuredOutput ? { structuredOutput } : {}),
-          ...(deps.delegate
+          ...(delegate
             ? {
                 delegate: (nested, request) => {
-                  const run = deps.delegate!(
-                    nested,
-                    request,
-                    delegatingRun(runId, context.request, activity.cancellationSignal, input.spent),
-                  );
+                  const run = delegate(nested, request);
                   delegated.push(run);
                   return run;
                 },

@@ -55,6 +55,16 @@ it('gives each nested run depth + 1 and a link to the run that delegated it', as
   });
 });
 
+it('joins the run a failed attempt of the turn delegated to when the retry delegates the same, instead of starting another', async () => {
+  const run = start([
+    { ...delegating([{ reply: 'leaf' }], 'parent got {child} on attempt {attempt}'), failAttempts: 1 },
+  ]);
+  expect(await run.result).toEqual({ output: text('parent got leaf on attempt 2'), stopReason: 'completed' });
+  const [childId, ...others] = (await status(run.id)).children;
+  expect(others).toEqual([]);
+  expect((await closed(childId!)).result).toEqual({ output: text('leaf'), stopReason: 'completed' });
+});
+
 it('holds maxDepth across the process boundary: a nested run inherits the cap of the run above', async () => {
   const run = start([delegating([delegating([{ reply: 'too deep' }], 'child got {child}')], 'parent got {child}')], 2);
   expect(await run.result).toEqual({
