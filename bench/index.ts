@@ -690,43 +690,62 @@ class Bench {
 async function workerProcesses(address: string) {
   const bundlePath = join(mkdtempSync(join(tmpdir(), 'subagent-bench-')), 'bundle.js');
   writeFileSync(bundlePath, (await bundleSubagentWorkflows()).code);
-  return (name: string, eventsFile: string, extra: Record<string, string> = {}) =>
-    spawnWorkerProcess({
-      TEMPORAL_TEST_ADDRESS: address,
-      TEMPORAL_TEST_BUNDLE: bundlePath,
-      PROVIDER_NAME: name,
-      EVENTS_FILE: eventsFile,
-      ...extra,
-    });
+  return (name: string, eventsFile: string, extra: Record<string, string> = {}, nodeArgs?: string[]) =>
+    spawnWorkerProcess(
+      {
+        TEMPORAL_TEST_ADDRESS: address,
+        TEMPORAL_TEST_BUNDLE: bundlePath,
+        PROVIDER_NAME: name,
+        EVENTS_FILE: eventsFile,
+        ...extra,
+      },
+      undefined,
+      { nodeArgs },
+    );
 }
 
+/** A process's CPU time so far, user and system, in ms (from /proc, in clock ticks of 10 ms). */
+const cpuMs = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
-/** The worker settings figure 6 compares: the workflow cache, and glibc's malloc arenas (Dockerfile). */
-const MEMORY_SETTINGS: { label: string; env: Record<string, string> }[] = [
+/**
+ * The worker settings figure 6 compares: the workflow cache, glibc's malloc arenas (as the Docker
+ * image sets them) and V8's `--optimize-for-size` (a Node option, which NODE_OPTIONS refuses).
+ */
+const MEMORY_SETTINGS: { label: string; env: Record<string, string>; nodeArgs?: string[] }[] = [
   { label: 'cache 100', env: { SUBAGENT_WORKER_CACHED_RUNS: '100' } },
   { label: 'cache 100, MALLOC_ARENA_MAX=2', env: { SUBAGENT_WORKER_CACHED_RUNS: '100', MALLOC_ARENA_MAX: '2' } },
   { label: 'cache 20, MALLOC_ARENA_MAX=2', env: { SUBAGENT_WORKER_CACHED_RUNS: '20', MALLOC_ARENA_MAX: '2' } },
+  ...[100, 20].map((cached) => ({
+    label: `cache ${cached}, MALLOC_ARENA_MAX=2, --optimize-for-size`,
+    env: { SUBAGENT_WORKER_CACHED_RUNS: String(cached), MALLOC_ARENA_MAX: '2' },
+    nodeArgs: ['--optimize-for-size'],
+  })),
 ];
 
 /**
  * 6. Worker memory: the resident set of a worker process with none, 100 and 1,000 runs parked
  * (each batch of 100 started at once), 2 s after and settled (SETTLED_READING_MS), under each of
- * MEMORY_SETTINGS; the goal is on the settled growth.
+ * MEMORY_SETTINGS; the goal is on the settled growth. Also the worker's CPU time per run while
+ * it parked them, what a setting costs in speed (with the heap read after a full GC twice a second).
  */
 async function memory(address: string, service: TemporalSubagentService): Promise<void> {
   const spawnWorker = await workerProcesses(address);
   log(`6. Worker memory, resident set with none / 100 / 1,000 runs parked, and the heap after a full GC:`);
   const figures: Record<string, unknown> = {};
-  for (const [i, { label, env }] of MEMORY_SETTINGS.entries()) {
+  for (const [i, { label, env, nodeArgs }] of MEMORY_SETTINGS.entries()) {
     const name = `parked-${i}`;
     service.registerProvider(noop(name, true));
     const memoryFile = join(mkdtempSync(join(tmpdir(), 'subagent-bench-')), 'memory.json');
-    const worker = await spawnWorker(name, '/dev/null', {
-      ...env,
-      MEMORY_FILE: memoryFile,
-      NODE_OPTIONS: '--expose-gc',
-    });
+    const worker = await spawnWorker(
+      name,
+      '/dev/null',
+      { ...env, MEMORY_FILE: memoryFile, NODE_OPTIONS: '--expose-gc' },
+      nodeArgs,
+    );
     const heapMb = () => (JSON.parse(readFileSync(memoryFile, 'utf8')) as { heapUsed: number }).heapUsed / 2 ** 20;
     const park = async (count: number) => {
       const runs = Array.from({ length: count }, () => service.start(name, { prompt: text('park'), parent }));
@@ -747,6 +766,8 @@ async function memory(address: string, service: TemporalSubagentService): Promis
     const rss: number[] = [];
     const settledRss: number[] = [];
     const heap: number[] = [];
+    /** The worker's CPU time while it parked the 1,000 runs. */
+    let parkingCpuMs = 0;
     const read = async () => {
       await sleep(EARLY_READING_MS);
       rss.push(rssMb(worker.child.pid!));
@@ -759,13 +780,15 @@ async function memory(address: string, service: TemporalSubagentService): Promis
       await Promise.all((await park(20)).map((run) => run.dispose()));
       await read();
       for (let batch = 0; batch < 10; batch++) {
+        const cpuBefore = cpuMs(worker.child.pid!);
         await park(100);
+        parkingCpuMs += cpuMs(worker.child.pid!) - cpuBefore;
         if (batch === 0 || batch === 9) await read();
       }
     } catch (err) {
       // A setting that cannot park its runs is a finding, not the end of the bench.
       figures[label] = { stalled: (err as Error).message };
-      log(`   ${label.padEnd(31)} did not finish: ${(err as Error).message}`);
+      log(`   ${label.padEnd(51)} did not finish: ${(err as Error).message}`);
       continue;
     } finally {
       // The parked runs stay parked: the in-memory server goes away with the bench.
@@ -786,12 +809,13 @@ async function memory(address: string, service: TemporalSubagentService): Promis
       goal: '<= 20 (settled)',
       met: settledGrowth <= 20,
       heap_after_gc: readings(heap),
+      cpu_ms_per_run: round(parkingCpuMs / 1000),
     };
     const mb = (values: number[]) => values.map((value) => value.toFixed(1)).join(' / ');
     log(
-      `   ${label.padEnd(31)} settled ${mb(settledRss)} MB, growth ${settledGrowth.toFixed(1)} MB ` +
+      `   ${label.padEnd(51)} settled ${mb(settledRss)} MB, growth ${settledGrowth.toFixed(1)} MB ` +
         `(goal <= 20: ${settledGrowth <= 20 ? 'met' : 'NOT met'})   after 2 s ${mb(rss)} MB, ` +
-        `growth ${growth.toFixed(1)} MB   heap ${mb(heap)} MB`,
+        `growth ${growth.toFixed(1)} MB   heap ${mb(heap)} MB   CPU ${(parkingCpuMs / 1000).toFixed(1)} ms a run`,
     );
   }
   results.worker_memory_mb = figures;

@@ -13,21 +13,27 @@ export interface ReadyProcess {
 /** The worker process entry (worker-process.ts beside this file, or its build). */
 export const WORKER_PROCESS_ENTRY = join(__dirname, `worker-process${__filename.endsWith('.ts') ? '.ts' : '.js'}`);
 
+export interface SpawnOptions {
+  /** A command that execs the process in place, e.g. `['ip', 'netns', 'exec', 'host-a']`. */
+  wrap?: string[];
+  /** Node's own options, before the script: V8 flags that NODE_OPTIONS refuses, e.g. `--optimize-for-size`. */
+  nodeArgs?: string[];
+}
+
 /**
  * Spawns `entry` under this Node with `env` added to this process's environment; resolves once
  * it prints the line "ready", rejects (with its stderr) if it exits first. `onLine` sees every
- * line it prints on stdout. `wrap` is a command that execs it in place, e.g.
- * `['ip', 'netns', 'exec', 'host-a']`. The caller must `kill()` it.
+ * line it prints on stdout. The caller must `kill()` it.
  */
 export async function spawnReadyProcess(
   entry: string,
   env: Record<string, string>,
   onLine: (line: string) => void = () => undefined,
-  wrap: string[] = [],
+  { wrap = [], nodeArgs = [] }: SpawnOptions = {},
 ): Promise<ReadyProcess> {
   // tsx by its path, so the script runs from any working directory.
   const loader = entry.endsWith('.ts') ? ['--import', pathToFileURL(require.resolve('tsx')).href] : [];
-  const argv = [...wrap, process.execPath, ...loader, entry];
+  const argv = [...wrap, process.execPath, ...nodeArgs, ...loader, entry];
   const child = spawn(argv[0]!, argv.slice(1), {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -61,7 +67,7 @@ export async function spawnReadyProcess(
 export function spawnWorkerProcess(
   env: Record<string, string>,
   onLine?: (line: string) => void,
-  wrap?: string[],
+  options?: SpawnOptions,
 ): Promise<ReadyProcess> {
-  return spawnReadyProcess(WORKER_PROCESS_ENTRY, env, onLine, wrap);
+  return spawnReadyProcess(WORKER_PROCESS_ENTRY, env, onLine, options);
 }

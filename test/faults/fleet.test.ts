@@ -44,7 +44,7 @@ beforeAll(async () => {
   for (const [index, [host, provider]] of plan.entries()) {
     const address = bridge?.address ?? temporal.address;
     const env = { PROVIDER_NAME: provider, EVENTS_FILE: eventsFile, HOST_NAME: host, TEMPORAL_TEST_ADDRESS: address };
-    const worker = await spawnWorkerProcess(env, undefined, virtual?.hosts[index]!.exec ?? []);
+    const worker = await spawnWorkerProcess(env, undefined, { wrap: virtual?.hosts[index]!.exec ?? [] });
     workers.push({ ...worker, host });
   }
 }, 90_000);

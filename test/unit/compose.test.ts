@@ -326,6 +326,11 @@ describe('Dockerfile', () => {
     expect(cmd && JSON.parse(cmd.args)).toEqual(['node', 'dist/src/worker/main.js']);
   });
 
+  it("runs the worker with figure 6's malloc arenas", () => {
+    const envs = finalStage.instructions.filter((i) => i.keyword === 'ENV').map((i) => i.args);
+    expect(envs).toContain('MALLOC_ARENA_MAX=2');
+  });
+
   it('parses stages, continuation lines and comments', () => {
     const parsed = parseDockerfile(
       [
