@@ -174,14 +174,15 @@ export async function startCluster(options: ClusterOptions): Promise<TemporalClu
     ['matching', 'matching'],
     ['worker', 'worker'],
   ];
+  const distinct = distinctPorts([postgres.port]);
   const ports = new Map<string, InstancePorts>();
   for (const [instance, service] of instances) {
     ports.set(
       instance,
       kept?.instances[instance] ?? {
-        grpc: await freePort(),
-        membership: await membershipPort(),
-        ...(service === 'frontend' ? { http: await freePort() } : {}),
+        grpc: await distinct(freePort),
+        membership: await distinct(membershipPort),
+        ...(service === 'frontend' ? { http: await distinct(freePort) } : {}),
       },
     );
   }
@@ -241,6 +242,22 @@ export async function startCluster(options: ClusterOptions): Promise<TemporalClu
     await cluster.stop();
     throw err;
   }
+}
+
+/**
+ * A picker of ports that never returns one twice (nor one of `taken`): a free port the kernel
+ * hands out again just after the last pick closed it is asked for anew.
+ */
+export function distinctPorts(taken: Iterable<number> = []): (pick: () => Promise<number>) => Promise<number> {
+  const used = new Set(taken);
+  return async (pick) => {
+    for (;;) {
+      const port = await pick();
+      if (used.has(port)) continue;
+      used.add(port);
+      return port;
+    }
+  };
 }
 
 /**
@@ -365,6 +382,8 @@ function serviceProcess(
       } catch {
         return;
       }
+      // A detached child does not keep this process alive: waiting on it must, or Node exits here.
+      child?.ref();
       if (child) await exited;
     },
   };

@@ -15,7 +15,13 @@ export {
   textReply,
   toolCallReply,
 } from './fake-model-server';
-export { type ReadyProcess, type SpawnOptions, WORKER_PROCESS_ENTRY, spawnReadyProcess, spawnWorkerProcess } from './processes';
+export {
+  type ReadyProcess,
+  type SpawnOptions,
+  WORKER_PROCESS_ENTRY,
+  spawnReadyProcess,
+  spawnWorkerProcess,
+} from './processes';
 export { type TestPostgres, startTestPostgres } from './postgres';
 export { replayHistoryFile } from './replay';
 export {

@@ -113,8 +113,11 @@ export async function startPostgres(options: {
         // Already gone.
       }
     }
-    if (child && child.exitCode === null && child.signalCode === null) await exited;
-    else await waitForExit(pid);
+    if (child && child.exitCode === null && child.signalCode === null) {
+      // A detached child does not keep this process alive: waiting on it must, or Node exits here.
+      child.ref();
+      await exited;
+    } else await waitForExit(pid);
     // A crashed postmaster leaves its pid file; the next start checks that pid and finds it gone.
   };
 

@@ -3,7 +3,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { CLUSTER_HISTORY_SHARDS, TEMPORAL_SERVER_VERSION, dynamicConfigYaml } from '../../src/testing/cluster';
+import {
+  CLUSTER_HISTORY_SHARDS,
+  TEMPORAL_SERVER_VERSION,
+  distinctPorts,
+  dynamicConfigYaml,
+} from '../../src/testing/cluster';
 import { HISTORY_QUEUE_SETTINGS } from '../../src/temporal/dev-server';
 
 const ROOT = join(__dirname, '..', '..');
@@ -358,5 +363,14 @@ describe('.dockerignore', () => {
       .map((line) => line.trim())
       .filter((line) => line && !line.startsWith('#'));
     expect(patterns).toEqual(expect.arrayContaining(['node_modules', 'dist', '.data', '.tools', '.git', 'coverage']));
+  });
+});
+
+describe("the cluster's ports", () => {
+  it('are picked once each, however often the kernel hands one out again', async () => {
+    const handedOut = [40000, 40000, 5432, 40001, 40000, 40002];
+    const pick = distinctPorts([5432]);
+    const next = async () => handedOut.shift()!;
+    expect([await pick(next), await pick(next), await pick(next)]).toEqual([40000, 40001, 40002]);
   });
 });
