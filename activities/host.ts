@@ -312,16 +312,18 @@ export function runOf(input: { runId?: string }): string {
  * `delegate` as the activity identified by `callKey` offers it to its provider or tool: a
  * delegation without an idempotency key of its own gets one made of `callKey`, the provider and
  * the request, and how many identical delegations the attempt made before it. So a retried
- * attempt (its worker died, its heartbeat lapsed) that delegates the same again joins the run its
+ * attempt (its worker died, it timed out) that delegates the same again joins the run its
  * earlier attempt started, running or closed, instead of starting a second one; a delegation the
- * earlier attempt did not make starts its own run.
+ * earlier attempt did not make starts its own run. The runs are cancelled with the activity only
+ * when its run cancels it (`cancelledByItsRun`).
  */
 export function keyedDelegation(
   delegate: SubagentDelegate,
-  parent: SubagentDelegatingRun,
+  activityRun: SubagentDelegatingRun,
   callKey: string,
 ): (provider: string, request: SubagentNestedStartRequest) => SubagentRun {
   const made = new Map<string, number>();
+  const parent = { ...activityRun, signal: cancelledByItsRun(activityRun.signal) };
   return (provider, request) => {
     if (request.idempotencyKey !== undefined) return delegate(provider, request, parent);
     const { signal: _signal, ...wire } = request;
@@ -332,6 +334,22 @@ export function keyedDelegation(
     made.set(fingerprint, nth + 1);
     return delegate(provider, { ...request, idempotencyKey: `${callKey}/${fingerprint}/${nth}` }, parent);
   };
+}
+
+/**
+ * What cancels the runs an activity delegated to: `signal` aborting because the activity's run
+ * cancelled it (`CANCELLED`). An attempt that ends otherwise (it timed out, its worker shuts
+ * down, it was paused) leaves them running, for its retry to join.
+ */
+function cancelledByItsRun(signal: AbortSignal): AbortSignal {
+  const byRun = new AbortController();
+  const follow = () => {
+    const { reason } = signal;
+    if (!(reason instanceof CancelledFailure) || reason.message === 'CANCELLED') byRun.abort(reason);
+  };
+  if (signal.aborted) follow();
+  else signal.addEventListener('abort', follow, { once: true });
+  return byRun.signal;
 }
 
 /**

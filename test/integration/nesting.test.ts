@@ -65,6 +65,23 @@ it('joins the run a failed attempt of the turn delegated to when the retry deleg
   expect((await closed(childId!)).result).toEqual({ output: text('leaf'), stopReason: 'completed' });
 });
 
+it("lets a child outlive an attempt of its parent's turn that timed out, for the retry to join", async () => {
+  // The parent's turns time out after a second; the child, started by the worker's own service, takes 1.5 s.
+  const hurried = newService(temporal);
+  hurried.registerProvider(
+    createScriptedProvider({ name, resumable: false, runSettings: { turnTimeout: '1 second' } }),
+  );
+  const run = hurried.start(name, {
+    prompt: text('top task'),
+    parent: { id: 'top-agent' },
+    agentOptions: {
+      script: [delegating([{ delayMs: 1500, reply: 'leaf' }], 'parent got {child} on attempt {attempt}')] as never,
+    },
+  });
+  expect(await run.result).toEqual({ output: text('parent got leaf on attempt 2'), stopReason: 'completed' });
+  expect((await status(run.id)).children).toHaveLength(1);
+});
+
 it('holds maxDepth across the process boundary: a nested run inherits the cap of the run above', async () => {
   const run = start([delegating([delegating([{ reply: 'too deep' }], 'child got {child}')], 'parent got {child}')], 2);
   expect(await run.result).toEqual({
