@@ -147,10 +147,11 @@ export interface SubagentTurnContext {
   /**
    * Present when the worker offers its service: starts a nested run with this run as its parent
    * (depth + 1, a link back, this run's cwd, its `maxDepth` unless the request sets one). The
-   * nested run is cancelled with this turn; the provider awaits and disposes it. A request
-   * without an `idempotencyKey` gets one from this turn's activity, the provider, the request and
-   * how many identical ones the attempt made before: a retried turn that delegates the same again
-   * joins the run its earlier attempt started, running or closed.
+   * provider awaits and disposes it. The nested run is cancelled with this turn when the run
+   * cancels the turn, not when an attempt times out. A request without an `idempotencyKey` gets
+   * one from this turn's activity, the provider, the request and how many identical ones the
+   * attempt made before: a retried turn that delegates the same again joins the run its earlier
+   * attempt started, running or closed.
    */
   delegate?(provider: string, request: SubagentNestedStartRequest): SubagentRun;
 }
