@@ -78,7 +78,11 @@ it("lets a child outlive an attempt of its parent's turn that timed out, for the
       script: [delegating([{ delayMs: 1500, reply: 'leaf' }], 'parent got {child} on attempt {attempt}')] as never,
     },
   });
-  expect(await run.result).toEqual({ output: text('parent got leaf on attempt 2'), stopReason: 'completed' });
+  // Attempt 2 as a rule; a later one when the machine is slow enough that 2 timed out too.
+  expect(await run.result).toEqual({
+    output: [{ type: 'text', text: expect.stringMatching(/^parent got leaf on attempt [2-9]$/) }],
+    stopReason: 'completed',
+  });
   expect((await status(run.id)).children).toHaveLength(1);
 });
 
