@@ -3,7 +3,7 @@
 // `toolTask` in bench/index.ts). Used in the bench's process and in bench/ours.ts.
 import type { Client } from '@temporalio/client';
 import type { TemporalSubagentService } from '../src';
-import { EventType } from '../src/temporal/run-history';
+import { EventType, runHistory } from '../src/temporal/run-history';
 import { MODEL_CALL_ACTIVITY } from '../activities/types';
 
 export interface ToolLoopRun {
@@ -29,14 +29,13 @@ export async function toolLoop(
   await run.result;
   const ms = performance.now() - started;
   let bytes = 0;
-  let runs = 0;
-  for await (const execution of client.workflow.list({ query: `WorkflowId = '${run.id}'` })) {
-    const { raw } = await client.workflow.getHandle(run.id, execution.runId).describe();
+  const runs = await temporalRuns(client, run.id);
+  for (const runId of runs) {
+    const { raw } = await client.workflow.getHandle(run.id, runId).describe();
     bytes += Number(raw.workflowExecutionInfo?.historySizeBytes ?? 0);
-    runs++;
   }
   await run.dispose();
-  return { id: run.id, bytes, runs, ms, bytesPerCall: Math.round(bytes / calls) };
+  return { id: run.id, bytes, runs: runs.length, ms, bytesPerCall: Math.round(bytes / calls) };
 }
 
 export interface ToolLoopTask {
@@ -51,12 +50,21 @@ export interface ToolLoopTask {
 /** How many model calls a run made, over all its Temporal runs. */
 export async function modelCalls(client: Client, runId: string): Promise<number> {
   let calls = 0;
-  for await (const execution of client.workflow.list({ query: `WorkflowId = '${runId}'` })) {
-    const { events } = await client.workflow.getHandle(runId, execution.runId).fetchHistory();
-    for (const event of events ?? []) {
-      const scheduled = event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED;
-      if (scheduled && event.activityTaskScheduledEventAttributes?.activityType?.name === MODEL_CALL_ACTIVITY) calls++;
-    }
+  for await (const { event } of runHistory(client, runId, false)) {
+    const scheduled = event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED;
+    if (scheduled && event.activityTaskScheduledEventAttributes?.activityType?.name === MODEL_CALL_ACTIVITY) calls++;
   }
   return calls;
+}
+
+/**
+ * A run's Temporal runs, oldest first, along its continue-as-new chain in history. Not from
+ * visibility (`list`): on a cluster it can lag behind a run that has just continued as new.
+ */
+async function temporalRuns(client: Client, runId: string): Promise<string[]> {
+  const runs: string[] = [];
+  for await (const { temporalRunId } of runHistory(client, runId, false)) {
+    if (runs.at(-1) !== temporalRunId) runs.push(temporalRunId);
+  }
+  return runs;
 }
