@@ -323,8 +323,10 @@ export function keyedDelegation(
   callKey: string,
 ): (provider: string, request: SubagentNestedStartRequest) => SubagentRun {
   const made = new Map<string, number>();
-  const parent = { ...activityRun, signal: cancelledByItsRun(activityRun.signal) };
+  // Made at the first delegation: most activities delegate nothing.
+  let parent: SubagentDelegatingRun | undefined;
   return (provider, request) => {
+    parent ??= { ...activityRun, signal: cancelledByItsRun(activityRun.signal) };
     if (request.idempotencyKey !== undefined) return delegate(provider, request, parent);
     const { signal: _signal, ...wire } = request;
     const fingerprint = createHash('sha256')

@@ -382,9 +382,11 @@ function serviceProcess(
       } catch {
         return;
       }
-      // A detached child does not keep this process alive: waiting on it must, or Node exits here.
-      child?.ref();
-      if (child) await exited;
+      if (child) {
+        // A detached child does not keep this process alive: waiting on it must, or Node exits here.
+        child.ref();
+        await exited;
+      }
     },
   };
 }
