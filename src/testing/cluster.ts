@@ -6,7 +6,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
@@ -221,20 +221,10 @@ export async function startCluster(options: ClusterOptions): Promise<TemporalClu
   };
   try {
     for (const service of services) await service.start();
-    const restarts = new Map<string, number>();
+    await Promise.all(services.map((service) => serving(service, ports.get(service.instance)!.membership, dir, log)));
     await registerNamespace(address, 'default', async () => {
       const dead = services.find((service) => service.pid() === undefined);
-      if (!dead) return;
-      // On a new database the services race to write the cluster's metadata, and the loser exits:
-      // started again, it finds the metadata written. One that keeps dying (a port taken, a bad
-      // configuration) will not come up.
-      const tries = restarts.get(dead.instance) ?? 0;
-      if (tries === MAX_START_RETRIES) {
-        throw new Error(`the ${dead.instance} service exited (see ${join(dir, 'logs', `${dead.instance}.log`)})`);
-      }
-      restarts.set(dead.instance, tries + 1);
-      log(`the ${dead.instance} service exited while the cluster started; starting it again`);
-      await dead.start();
+      if (dead) throw new Error(`the ${dead.instance} service exited (see ${logOf(dir, dead.instance)})`);
     });
     log(`cluster serving on ${address} (PostgreSQL on 127.0.0.1:${postgres.port}; logs in ${join(dir, 'logs')})`);
     return cluster;
@@ -242,6 +232,52 @@ export async function startCluster(options: ClusterOptions): Promise<TemporalClu
     await cluster.stop();
     throw err;
   }
+}
+
+/**
+ * Resolves once `service` takes connections on its membership port (every service has one; the
+ * worker service serves no gRPC): it has then read or written the cluster's metadata. On a new
+ * database the services race to write it and the losers exit; started again, they find it
+ * written. One that keeps exiting (a port taken, a bad configuration) fails.
+ */
+async function serving(
+  service: ClusterService,
+  membershipPort: number,
+  dir: string,
+  log: (line: string) => void,
+): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  for (let restarts = 0; ;) {
+    if (Date.now() > deadline) {
+      throw new Error(`the ${service.instance} service did not come up (see ${logOf(dir, service.instance)})`);
+    }
+    if (service.pid() === undefined) {
+      if (restarts === MAX_START_RETRIES) {
+        throw new Error(`the ${service.instance} service exited (see ${logOf(dir, service.instance)})`);
+      }
+      restarts += 1;
+      log(`the ${service.instance} service exited while the cluster started; starting it again`);
+      await service.start();
+    }
+    if (await accepts(membershipPort)) return;
+    await new Promise((resolveWait) => setTimeout(resolveWait, 100));
+  }
+}
+
+/** Whether something on 127.0.0.1 accepts a connection on `port`. */
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolveAccepts) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolveAccepts(true);
+    });
+    socket.once('error', () => resolveAccepts(false));
+  });
+}
+
+function logOf(dir: string, instance: string): string {
+  return join(dir, 'logs', `${instance}.log`);
 }
 
 /**
@@ -363,7 +399,7 @@ function serviceProcess(
     service,
     pid: () => (child && child.exitCode === null && child.signalCode === null ? child.pid : undefined),
     async start() {
-      const log = openSync(join(dir, 'logs', `${instance}.log`), 'a');
+      const log = openSync(logOf(dir, instance), 'a');
       child = spawn(
         server,
         ['--root', dir, '--config', 'config', '--env', instance, '--allow-no-auth', 'start', '--service', service],
