@@ -27,8 +27,12 @@ async function main(): Promise<void> {
     },
   });
   try {
-    // The provider's name and the worker's settings are the bench's own.
+    // The bench's spawn provider and worker settings, under a name of its own: a provider's name is
+    // its task queue, and the bench's process hosts `spawn` too, with another payload store. On a
+    // server without eager activity dispatch (a cluster's default) the two workers took each
+    // other's model calls, and a run failed on a payload the other had stored (figure 5).
     const spawn = createSpawnProvider({
+      name: 'spawn-loop',
       endpoint: { baseURL: option('base-url'), model: option('model') },
       runSettings: { maxStepsPerTurn: 1000 },
     });

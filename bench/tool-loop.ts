@@ -26,8 +26,12 @@ export async function toolLoop(
     prompt: [{ type: 'text', text: `steps=${calls} tool=${tool} args=${JSON.stringify(args)}` }],
     parent: { id: 'bench', session: { header: { id: 's', cwd } } },
   });
-  await run.result;
+  const outcome = await run.result;
   const ms = performance.now() - started;
+  // A run that stopped short would make its history per call look small.
+  if (outcome.stopReason !== 'completed') {
+    throw new Error(`${provider} run ${run.id} stopped with ${outcome.stopReason}: ${outcome.diagnostic ?? ''}`);
+  }
   let bytes = 0;
   const runs = await temporalRuns(client, run.id);
   for (const runId of runs) {
