@@ -10,7 +10,7 @@ import { connect, createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
-import { HISTORY_QUEUE_SETTINGS, freePort } from '../temporal/dev-server';
+import { SERVER_SETTINGS, freePort } from '../temporal/dev-server';
 import { ensureSearchAttributes } from '../temporal/search-attributes';
 import { type PostgresServer, startPostgres } from './postgres';
 
@@ -188,7 +188,7 @@ export async function startCluster(options: ClusterOptions): Promise<TemporalClu
   }
   writeFileSync(portsFile, JSON.stringify({ postgres: postgres.port, instances: Object.fromEntries(ports) }, null, 2));
   const dynamicConfig = resolve(dir, 'config', 'dynamic-config.yaml');
-  writeFileSync(dynamicConfig, dynamicConfigYaml(HISTORY_QUEUE_SETTINGS));
+  writeFileSync(dynamicConfig, dynamicConfigYaml(SERVER_SETTINGS));
   const frontend = ports.get('frontend')!;
   for (const [instance, service] of instances) {
     writeFileSync(
@@ -342,7 +342,7 @@ function serverConfig(
       bindOnLocalHost: true${ports.http ? `\n      httpPort: ${ports.http}` : ''}`;
   const portsOf = (name: ClusterServiceName) =>
     name === service ? own : [...all.entries()].find(([instance]) => instance.split('-')[0] === name)![1];
-  // Dynamic configuration: the server's defaults but for the history queues' poll rates.
+  // Dynamic configuration: the server's defaults but for the project's settings (SERVER_SETTINGS).
   return `# Written by the cluster launcher (src/testing/cluster.ts) for the ${service} service.
 dynamicConfigClient:
   filepath: "${dynamicConfig}"

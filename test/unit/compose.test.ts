@@ -9,7 +9,7 @@ import {
   distinctPorts,
   dynamicConfigYaml,
 } from '../../src/testing/cluster';
-import { HISTORY_QUEUE_SETTINGS } from '../../src/temporal/dev-server';
+import { SERVER_SETTINGS } from '../../src/temporal/dev-server';
 
 const ROOT = join(__dirname, '..', '..');
 const COMPOSE_PATH = join(ROOT, 'docker-compose.yml');
@@ -251,7 +251,7 @@ describe('docker-compose.yml', () => {
     expect(environment(services.temporal!)).toMatchObject({ DYNAMIC_CONFIG_FILE_PATH: mounted });
     expect(services.temporal!.volumes).toContain(`./deploy/temporal-dynamic-config.yaml:/etc/temporal/${mounted}:ro`);
     const file = parse(readFileSync(join(ROOT, 'deploy', 'temporal-dynamic-config.yaml'), 'utf8')) as unknown;
-    expect(file).toEqual(parse(dynamicConfigYaml(HISTORY_QUEUE_SETTINGS)));
+    expect(file).toEqual(parse(dynamicConfigYaml(SERVER_SETTINGS)));
   });
 
   it('points the worker at the temporal service and the default namespace', () => {
