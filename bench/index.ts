@@ -123,8 +123,10 @@ async function connect(payloads: string) {
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  // Payloads over 32 KiB are offloaded to files, as with the embedded default (a directory of the run's own).
-  const temporal = await connect(mkdtempSync(join(tmpdir(), 'subagent-bench-payloads-')));
+  // Payloads over 32 KiB are offloaded to files, as with the embedded default (a directory of the
+  // run's own, which figure 10's process names too: every worker of a namespace names one store).
+  const payloads = mkdtempSync(join(tmpdir(), 'subagent-bench-payloads-'));
+  const temporal = await connect(payloads);
   const { connection, client, dataConverter } = temporal;
   const serverPid = temporal.devServer?.pid;
   log(
@@ -211,7 +213,7 @@ async function main(): Promise<void> {
       dir: benchFiles,
     };
     const peer = await startPeer(task);
-    const ours = await startOurs({ ...task, payloadDir: mkdtempSync(join(tmpdir(), 'subagent-bench-payloads-')) });
+    const ours = await startOurs({ ...task, payloadDir: payloads });
     try {
       await both(async () => {
         await bench.rounds({ ours, peer });

@@ -28,9 +28,10 @@ async function main(): Promise<void> {
   });
   try {
     // The bench's spawn provider and worker settings, under a name of its own: a provider's name is
-    // its task queue, and the bench's process hosts `spawn` too, with another payload store. On a
-    // server without eager activity dispatch (a cluster's default) the two workers took each
-    // other's model calls, and a run failed on a payload the other had stored (figure 5).
+    // its task queue, and the bench's process hosts `spawn` too. Without eager activity dispatch
+    // (the server's default) the two workers took each other's model calls, so each side's
+    // figures measured some of the other's work (and while their payload stores differed, figure
+    // 5's longest run failed on a payload the other worker had stored).
     const spawn = createSpawnProvider({
       name: 'spawn-loop',
       endpoint: { baseURL: option('base-url'), model: option('model') },
