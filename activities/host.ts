@@ -43,6 +43,12 @@ export interface ActivityDependencies {
   /** Records a batch of streamed text in the run's history (a signal to its workflow). */
   publishText?(runId: string, delta: TextDeltaArgs): Promise<void>;
   /**
+   * If the activity's previous attempt timed out, sends the Temporal run's next workflow tasks to
+   * its task queue instead of the sticky queue of the worker that last ran it
+   * (`ResetStickyTaskQueue`; any worker then replays it).
+   */
+  releaseAfterTimeout?(execution: { workflowId: string; runId: string }, activityId: string): Promise<void>;
+  /**
    * Reserves one model call's estimated tokens from its provider's token limiter (an update to the
    * limiter workflow, which it starts if none runs) and resolves with when the call may be sent
    * (epoch ms). Rejects with an `OVER_TOKEN_BURST` failure for a call no wait lets through.
@@ -128,6 +134,16 @@ export function createActivityHost(deps: ActivityDependencies): ActivityHost {
   const cache = deps.cache ?? new RunContextCache();
   const heartbeatIntervalMs = deps.heartbeatIntervalMs ?? 1000;
   const cancelGraceMs = deps.cancelGraceMs ?? 10_000;
+  /** Best effort: a run that closed meanwhile needs nothing, and a failure costs only the wait. */
+  const releaseWorkflow = async (activity: Context) => {
+    const execution = activity.info.workflowExecution;
+    if (!deps.releaseAfterTimeout || !execution) return;
+    try {
+      await deps.releaseAfterTimeout(execution, activity.info.activityId);
+    } catch (err) {
+      activity.log.warn('could not release the run from its last worker', { error: String(err) });
+    }
+  };
 
   return {
     deps,
@@ -147,6 +163,11 @@ export function createActivityHost(deps: ActivityDependencies): ActivityHost {
       // From the first moment, fetching the run's context included (it may wait on the workflow's
       // worker). A turn shorter than one interval sends no heartbeat at all.
       const timer = setInterval(() => activity.heartbeat(details), heartbeatIntervalMs);
+      // An earlier attempt that timed out most likely died with its worker, which held the run's
+      // workflow too (an activity starts on the worker that scheduled it): the task after this
+      // attempt would wait out that worker's sticky queue (1 s) before another worker took it.
+      // Released, it goes to any worker at once; were that worker alive, it would only replay.
+      const released = activity.info.attempt > 1 ? releaseWorkflow(activity) : undefined;
       const setDetails = (progress: unknown) => {
         details = progress;
         activity.heartbeat(progress);
@@ -158,6 +179,7 @@ export function createActivityHost(deps: ActivityDependencies): ActivityHost {
       try {
         const result = await untilStoppedOrGrace(work(setDetails), activity.cancellationSignal, cancelGraceMs);
         if (cancellation) throw cancelled();
+        await released;
         return result;
       } catch (err) {
         throw cancellation ? cancelled() : finalIfUnfixable(err);

@@ -169,6 +169,13 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
       return abortable(update.result(), signal);
     },
     publishText: (runId, delta) => client.workflow.getHandle(runId).signal(textDeltaSignal, delta),
+    releaseAfterTimeout: async (execution, activityId) => {
+      const { pendingActivities } = await client.workflowService.describeWorkflowExecution({ namespace, execution });
+      const pending = pendingActivities?.find((activity) => activity.activityId === activityId);
+      if (pending?.lastFailure?.timeoutFailureInfo) {
+        await client.workflowService.resetStickyTaskQueue({ namespace, execution });
+      }
+    },
     // The provider's one limiter, started on its queue by the first call that finds none running.
     reserveTokens: (provider, args) =>
       client.workflow.executeUpdateWithStart(reserveTokensUpdate, {

@@ -16,6 +16,7 @@ import {
   toolCallReply,
 } from '../../src/testing';
 import { createSpawnProvider } from '../../src/worker';
+import { EventType } from '../../src/temporal/run-history';
 import { runContextQuery, statusQuery } from '../../workflows/definitions';
 import {
   connectTestTemporal,
@@ -161,6 +162,31 @@ it('completes on a restarted worker after a SIGKILL mid-turn, delivering each me
     'user:m3',
     'assistant:final after go | m1 | m2, then m3',
   ]);
+  await run.dispose();
+}, 90_000);
+
+it("hands the run to the surviving worker at once when its worker is SIGKILLed mid-turn, not after the dead one's sticky queue", async () => {
+  const { name, events, service, spawnWorker } = crashSetup();
+  const workers = [await spawnWorker(), await spawnWorker()];
+  const run = service.start(name, {
+    prompt: text('go'),
+    parent: { id: 'parent' },
+    agentOptions: { script: [{ stallFirstAttemptMs: 60_000, reply: 'survived' }] },
+  });
+  // The turn runs on the worker that ran the run's workflow task (eager dispatch), which keeps the
+  // workflow's next tasks on its sticky queue.
+  const victim = await eventually(() => events().find((e) => e.kind === 'turn-start' && e.attempt === 1), 30_000);
+  await workers.find((worker) => worker.child.pid === victim.pid)!.kill('SIGKILL');
+
+  expect(await run.result).toEqual({ output: text('survived'), stopReason: 'completed' });
+  const retried = events().filter((e) => e.kind === 'turn-start' && e.attempt === 2);
+  expect(retried.map((e) => e.pid)).toEqual([workers.find((worker) => worker.child.pid !== victim.pid)!.child.pid]);
+  // The retried turn released the run: the task after it went to the task queue, where the
+  // survivor took it, instead of timing out on the dead worker's sticky queue first.
+  const history = await temporal.client.workflow.getHandle(run.id).fetchHistory();
+  const types = history.events!.map((e) => e.eventType);
+  expect(types).toContain(EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED);
+  expect(types).not.toContain(EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT);
   await run.dispose();
 }, 90_000);
 
