@@ -8,7 +8,8 @@
 // hits both sides alike, and reported as its median with the spread (min-max) over the rounds.
 // `--quick` runs 5 rounds (7 in the full run) with fewer samples in each; `--json` ends with one
 // JSON line of every figure; `--cluster` runs against the multi-service cluster (`npm run cluster
-// -- start`); `--observers`, `--long-turn`, `--memory` and `--stream` run figure 8, 9, 6 or 11 alone.
+// -- start`); `--observers`, `--long-turn`, `--memory`, `--stream` and `--recovery` run figure 8, 9,
+// 6, 11 or 7 alone.
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -201,6 +202,7 @@ async function main(): Promise<void> {
   if (flag('long-turn')) await both(async () => (results.long_turn = await bench.longTurn(bigOutputs.name)));
   else if (flag('observers')) await both(() => observers(temporal.address, serverPid, service, timing, results, quick));
   else if (flag('memory')) await memory(temporal.address, service);
+  else if (flag('recovery')) await recovery(temporal.address, service);
   else if (flag('stream')) {
     await both(async () => (results.stream = await bench.stream(spawnProvider.name, unstreamed.name)));
   } else {
