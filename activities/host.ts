@@ -166,7 +166,8 @@ export function createActivityHost(deps: ActivityDependencies): ActivityHost {
       // An earlier attempt that timed out most likely died with its worker, which held the run's
       // workflow too (an activity starts on the worker that scheduled it): the task after this
       // attempt would wait out that worker's sticky queue (1 s) before another worker took it.
-      // Released, it goes to any worker at once; were that worker alive, it would only replay.
+      // Released, it goes to any worker at once; if that worker lives after all, a replay is the
+      // whole cost.
       const released = activity.info.attempt > 1 ? releaseWorkflow(activity) : undefined;
       const setDetails = (progress: unknown) => {
         details = progress;
