@@ -29,6 +29,8 @@ export interface DevServerOptions {
   readonly dynamicConfig?: Readonly<Record<string, unknown>>;
   /** Serve the Web UI on this port (default: headless). */
   readonly uiPort?: number;
+  /** Serve the server's Prometheus metrics at `http://<ip>:<port>/metrics` (default: none). */
+  readonly metricsPort?: number;
   readonly logLevel?: 'debug' | 'info' | 'warn' | 'error' | 'never';
   readonly startTimeoutMs?: number;
 }
@@ -69,11 +71,17 @@ export const SERVER_SETTINGS: Readonly<Record<string, number | string | boolean>
 /**
  * The dev server's: the project's server settings, and the features the project relies on
  * (updates, for results and resume; eager workflow start, for latency), on by default but said.
+ * The CLI's dev server also re-reads the search attributes' definitions from its database at
+ * every use, so that one added a moment ago is there; a server's default, off, caches them
+ * instead. A run uses its search attributes at start, at each settle point and in each visibility
+ * record: some 16 database reads a delegation, each under one lock for the whole server.
+ * `ensureSearchAttributes` waits until the ones it adds are in use.
  */
 const DEFAULT_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
   'frontend.enableUpdateWorkflowExecution': true,
   'frontend.enableUpdateWorkflowExecutionAsyncAccepted': true,
   'system.enableEagerWorkflowStart': true,
+  'system.forceSearchAttributesCacheRefreshOnRead': false,
   ...SERVER_SETTINGS,
 };
 
@@ -95,6 +103,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   }
   if (options.uiPort === undefined) args.push('--headless');
   else args.push('--ui-ip', ip, '--ui-port', String(options.uiPort));
+  if (options.metricsPort !== undefined) args.push('--metrics-port', String(options.metricsPort));
   for (const [name, type] of Object.entries({ ...SUBAGENT_SEARCH_ATTRIBUTES, ...options.searchAttributes })) {
     args.push('--search-attribute', `${name}=${type}`);
   }

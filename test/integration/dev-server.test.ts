@@ -1,11 +1,14 @@
 // The embedded default: the real `temporal server start-dev`, started on a free loopback port,
-// answering, keeping runs in its SQLite file across a restart, and stopped cleanly.
+// answering, keeping runs in its SQLite file across a restart, reading the search attributes'
+// definitions from its cache, and stopped cleanly.
 import { mkdtempSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { resolveTemporalBinary, startDevServer } from '../../src/testing';
+import { freePort, resolveTemporalBinary, startDevServer } from '../../src/testing';
+import { eventually } from '../helpers/temporal';
+import { DEPTH_ATTRIBUTE, PROVIDER_ATTRIBUTE, STATUS_ATTRIBUTE } from '../../workflows/search-attributes';
 
 const portAnswers = (port: number) =>
   new Promise<boolean>((resolve) => {
@@ -15,6 +18,33 @@ const portAnswers = (port: number) =>
     });
     socket.once('error', () => resolve(false));
   });
+
+interface Sample {
+  name: string;
+  operation?: string;
+  service?: string;
+  value: number;
+}
+
+/** The server's Prometheus metrics, once its frontend counts `starts` starts (it publishes them every second). */
+function metricsAfter(metricsPort: number, starts: number): Promise<Sample[]> {
+  return eventually(async () => {
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const samples = [...text.matchAll(/^(\w+)\{([^}]*)\} (\S+)$/gm)].map(([, name, labels, value]) => ({
+      name: name!,
+      operation: /operation="(\w+)"/.exec(labels!)?.[1],
+      service: /service_name="(\w+)"/.exec(labels!)?.[1],
+      value: Number(value),
+    }));
+    const started = total(samples, 'service_requests', ({ operation, service }) => {
+      return operation === 'StartWorkflowExecution' && service === 'frontend';
+    });
+    return started >= starts ? samples : undefined;
+  });
+}
+
+const total = (samples: Sample[], name: string, which: (sample: Sample) => boolean) =>
+  samples.filter((sample) => sample.name === name && which(sample)).reduce((sum, { value }) => sum + value, 0);
 
 describe('startDevServer', () => {
   it('serves on 127.0.0.1, keeps workflows in its database across a restart, and stops cleanly', async () => {
@@ -38,6 +68,38 @@ describe('startDevServer', () => {
     await connection.close();
     await second.stop();
     await second.stop(); // idempotent
+  });
+
+  it("reads the search attributes' definitions from its cache, not its database, when a run sets them", async () => {
+    const metricsPort = await freePort();
+    const server = await startDevServer({ metricsPort });
+    const connection = await Connection.connect({ address: server.address });
+    const client = new Client({ connection });
+    const start = (index: number) =>
+      client.workflow.start('neverRuns', {
+        workflowId: `indexed-${index}`,
+        taskQueue: 'nobody',
+        typedSearchAttributes: [
+          { key: PROVIDER_ATTRIBUTE, value: 'scripted' },
+          { key: STATUS_ATTRIBUTE, value: 'running' },
+          { key: DEPTH_ATTRIBUTE, value: 1 },
+        ],
+      });
+    // Reads of where the definitions are: the cluster's metadata and the namespace's record.
+    const definitionReads = (samples: Sample[]) =>
+      total(samples, 'persistence_requests', ({ operation }) =>
+        ['GetCurrentClusterMetadata', 'GetNamespace'].includes(operation!),
+      );
+    try {
+      await start(0); // the caches filled
+      const before = definitionReads(await metricsAfter(metricsPort, 1));
+      for (let index = 1; index <= 10; index++) await start(index);
+      // The CLI's default re-reads them at every use: some 4 reads a start.
+      expect(definitionReads(await metricsAfter(metricsPort, 11)) - before).toBeLessThan(10);
+    } finally {
+      await connection.close();
+      await server.stop();
+    }
   });
 
   it('fails with UNAVAILABLE and the reason when the binary does not exist', async () => {
