@@ -36,9 +36,11 @@ function metricsAfter(metricsPort: number, starts: number): Promise<Sample[]> {
       service: /service_name="(\w+)"/.exec(labels!)?.[1],
       value: Number(value),
     }));
-    const started = total(samples, 'service_requests', ({ operation, service }) => {
-      return operation === 'StartWorkflowExecution' && service === 'frontend';
-    });
+    const started = total(
+      samples,
+      'service_requests',
+      ({ operation, service }) => operation === 'StartWorkflowExecution' && service === 'frontend',
+    );
     return started >= starts ? samples : undefined;
   });
 }
