@@ -16,7 +16,8 @@
 // deadline's timer, cancelled when the segment settles, and the model-call limit ending the turn;
 // v11 (every label) runs that record one patch marker for every patch (workflows/patches.ts) and
 // a small settle record as a memo change; v12 (`v12 nested-parent nested-child`) a nested run
-// that tells its parent it settled.
+// that tells its parent it settled; v13 (every label) runs of the second generation, begun by a
+// worker whose build ID names it, that record no patch marker at all.
 // The token limiter's workflow has versions of its own: v1 (`v1 limiter-continued limiter-ended`,
 // files `token-limiter-v1-*.json`) reservations that wait, a charge, a continue-as-new, and the end.
 import { createHash } from 'node:crypto';

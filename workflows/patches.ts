@@ -1,10 +1,10 @@
 // The run workflow's patches, and which path a run takes at each. Every `patched()` a run calls
-// records a marker, and core upserts the TemporalChangeVersion search attribute with it (two
-// events, the attribute listing every patch so far), so a run that starts on this code records
-// one marker that stands for all the patches here. Runs from before it record theirs one by one, as
-// they did, and replay as they did. A patch added later is not in the generation: it uses
-// `patched()` itself (or a new generation that lists it).
-import { patched } from '@temporalio/workflow';
+// records a marker, and core upserts the TemporalChangeVersion search attribute with it: two
+// events, and a visibility write of their own. Runs from before the generations recorded a marker
+// for each patch; runs of the first generation record one, `patches-2026-12`, that stands for every
+// patch here. A run of the second starts on a worker whose build ID says so (`subagents@2+…`, see
+// `runPaths`) and records none: its history keeps that build ID, so replay decides as it did.
+import { patched, workflowInfo } from '@temporalio/workflow';
 
 export const PATCHES = {
   /** A dispose before the segment settled ends it `error` (seam §5.5), not `aborted`. */
@@ -41,18 +41,38 @@ export type Patch = (typeof PATCHES)[keyof typeof PATCHES];
 
 /**
  * A nested run signals its parent when a segment settles (`childSettledSignal`). Added after the
- * generation below, so asked with `patched()` itself, and only by nested runs.
+ * first generation, so asked with `patched()` itself in its runs, and only by nested runs.
  */
 export const CHILD_SETTLED_PATCH = 'child-settled-signal';
 
-/** Patch: every patch of `PATCHES` at once, with one marker. */
+/** Patch: every patch of `PATCHES` at once, with one marker (the first generation). */
 const GENERATION_2026_12 = 'patches-2026-12';
 
 /**
- * Whether the run takes `patch`'s path: once the generation's marker is in its history (a run that
- * started on this code), or `patch`'s own (a run from before that took it). Deterministic as
- * `patched()` is: on replay each answers as the marker's place in history says.
+ * The workflow code's generation, as the bundle declares it: a worker whose bundle holds this
+ * string stamps the generation into its build ID (`src/worker/worker.ts`). It is found in the
+ * bundle, not assumed from the worker's package, so a bundle built from older code keeps a build
+ * ID without it, and its runs record their markers.
  */
-export function patchedPath(patch: Patch): boolean {
-  return patched(GENERATION_2026_12) || patched(patch);
+export const GENERATION_DECLARATION = 'subagent-run-workflow-generation:2';
+
+/** The generation's number, and the build IDs that carry one: `subagents@<generation>+<hash>`. */
+export const GENERATION = Number(GENERATION_DECLARATION.split(':')[1]);
+const STAMPED_BUILD_ID = /^subagents@(\d+)\+/;
+
+/** Which path a run takes at a patch. One per run, made by `runPaths()`. */
+export type RunPaths = (patch: Patch | typeof CHILD_SETTLED_PATCH) => boolean;
+
+/**
+ * Which paths this run takes, decided by the worker that completed its first workflow task: its
+ * build ID is in that task's completed event, and the SDK gives it as `currentBuildId` at the first
+ * activation, run and replayed alike. A run begun by a worker of the second generation takes every
+ * path here, without a marker. Any other run asks `patched()`: the first generation's marker (in a
+ * run that started on it), or the patch's own (in a run from before, which took it). Call it at
+ * the run's first activation, and only there: later workflow tasks may be other builds'.
+ */
+export function runPaths(): RunPaths {
+  const stamp = STAMPED_BUILD_ID.exec(workflowInfo().currentBuildId ?? '');
+  if (stamp && Number(stamp[1]) >= 2) return () => true;
+  return (patch) => (patch === CHILD_SETTLED_PATCH ? patched(patch) : patched(GENERATION_2026_12) || patched(patch));
 }

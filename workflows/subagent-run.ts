@@ -12,7 +12,6 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   makeContinueAsNewFunc,
-  patched,
   proxyLocalActivities,
   setHandler,
   sleep,
@@ -55,7 +54,7 @@ import {
   wakeUpdate,
 } from './definitions';
 import { Approvals, carriedMemo } from './approvals';
-import { CHILD_SETTLED_PATCH, PATCHES, patchedPath } from './patches';
+import { CHILD_SETTLED_PATCH, PATCHES, runPaths } from './patches';
 import {
   COST_ATTRIBUTE,
   PROVIDER_ATTRIBUTE,
@@ -75,6 +74,8 @@ const { subagentSegmentSettled } = proxyLocalActivities<{
 
 export async function subagentRunWorkflow(input: SubagentRunInput): Promise<SubagentRunOutcome> {
   const { settings, request, carried } = input;
+  // At the first activation: which build began the run decides its paths (see `runPaths`).
+  const takes = runPaths();
   const segment = carried?.segment ?? 0;
   const state: RunState = {
     runId: workflowInfo().workflowId,
@@ -113,6 +114,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     activityOptions,
     settings.maxStepsPerTurn,
     approvals,
+    takes,
     input.modelTaskQueue,
   );
 
@@ -192,7 +194,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     segmentScope.cancel();
     cascadeAtOnce();
     // An update held until the provider stops would count against the run's updates in flight.
-    if (!patchedPath(PATCHES.disposeAnswersAtOnce)) {
+    if (!takes(PATCHES.disposeAnswersAtOnce)) {
       await CancellationScope.nonCancellable(() => condition(() => outcome !== undefined));
     }
     return { disposed: true };
@@ -302,7 +304,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     let last: SubagentTurnResult | undefined;
     // Between two model calls of a long agent-loop turn the whole state is in `state` too.
     const betweenSteps = async (turn: MidTurn) => {
-      if (!workflowInfo().continueAsNewSuggested || !patchedPath(PATCHES.continueAsNewMidTurn)) return;
+      if (!workflowInfo().continueAsNewSuggested || !takes(PATCHES.continueAsNewMidTurn)) return;
       const next = carry([...state.pending], { nudgesLeft, lastOutput, turn });
       if (!carryViolation(next)) await continueWith(next);
     };
@@ -379,7 +381,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   /** Cancels the nested runs now (histories from before the patch: only once the run closes). */
   function cascadeAtOnce(): void {
     const uncancelled = [...children].some((child) => !cancelledChildren.has(child));
-    if (uncancelled && patchedPath(PATCHES.cascadeAtOnce)) void CancellationScope.nonCancellable(cancelChildren);
+    if (uncancelled && takes(PATCHES.cascadeAtOnce)) void CancellationScope.nonCancellable(cancelChildren);
   }
 
   // A nested run tells its parent it exists, so cancelling the parent reaches it. Not awaited:
@@ -393,7 +395,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
 
   /** A nudge is a user message; a provider without steering (a hosted in-process run) cannot take one. */
   function canTakeNudge(): boolean {
-    return input.steering || !patchedPath(PATCHES.nudgeNeedsSteering);
+    return input.steering || !takes(PATCHES.nudgeNeedsSteering);
   }
 
   /**
@@ -409,7 +411,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
         diagnostic: budgetStop(request.budget, treeSpend(state), request.budget!.deadline!, 'turn')!.diagnostic,
       };
     }
-    if (disposeRequested && !runCancelled() && patchedPath(PATCHES.disposeSettlesError)) {
+    if (disposeRequested && !runCancelled() && takes(PATCHES.disposeSettlesError)) {
       return { output, stopReason: 'error', diagnostic: DISPOSED_BEFORE_SETTLING };
     }
     return { output, stopReason: 'aborted' };
@@ -435,9 +437,9 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   // The settle point, once per segment however many wait on it: observers long-poll the history
   // for it. A segment that closes the run needs none: the workflow's result is its outcome.
   const settled = outcome;
-  const recordsSettle = patchedPath(PATCHES.settleRecord) && (parks || !patchedPath(PATCHES.settleRecordOnlyParked));
+  const recordsSettle = takes(PATCHES.settleRecord) && (parks || !takes(PATCHES.settleRecordOnlyParked));
   if (recordsSettle) {
-    if (patchedPath(PATCHES.settleInMemo) && payloadBytes(settled) <= SETTLED_MEMO_MAX_BYTES) {
+    if (takes(PATCHES.settleInMemo) && payloadBytes(settled) <= SETTLED_MEMO_MAX_BYTES) {
       upsertMemo({ [SETTLED_MEMO_KEY]: settled });
     } else {
       await CancellationScope.nonCancellable(() => subagentSegmentSettled(settled));
@@ -445,7 +447,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   }
 
   // A nested run tells its parent it settled, as it told it it started: not awaited, best effort.
-  if (request.parent.runId !== undefined && patched(CHILD_SETTLED_PATCH)) {
+  if (request.parent.runId !== undefined && takes(CHILD_SETTLED_PATCH)) {
     getExternalWorkflowHandle(request.parent.runId)
       .signal(childSettledSignal, { runId: state.runId, segment, stopReason: result.stopReason })
       .catch(() => undefined);

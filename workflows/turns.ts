@@ -14,7 +14,7 @@ import type { createActivities } from '../activities';
 import type { ModelCallResult, ModelToolCall, ToolActivityInput, ToolActivityResult } from '../activities/types';
 import type { Approvals } from './approvals';
 import type { SubagentSinks } from './definitions';
-import { PATCHES, patchedPath } from './patches';
+import { PATCHES, type RunPaths } from './patches';
 import type { ContentBlock, JsonValue } from '../src/seam/content';
 import { addSpend, budgetStop } from '../src/seam/budget';
 import { delegationOf } from '../src/seam/delegation';
@@ -87,6 +87,7 @@ export function turnRunner(
   options: ActivityOptions,
   maxStepsPerTurn: number,
   approvals: Approvals,
+  takes: RunPaths,
   /** Where model calls go when their endpoint is rate-limited fleet-wide (else the run's queue). */
   modelTaskQueue?: string,
 ): TurnRunner {
@@ -129,14 +130,14 @@ export function turnRunner(
         segment: state.segment,
         turn,
         // The messages are in history already (the start, signals, the resume): count them only.
-        ...(patchedPath(PATCHES.storeOnce) ? { inputLength: turnInput.length } : { input: turnInput }),
+        ...(takes(PATCHES.storeOnce) ? { inputLength: turnInput.length } : { input: turnInput }),
         transcript: transcriptRef,
         request: turn === 0 ? state.request : undefined,
         ...(state.providerState === undefined ? {} : { providerState: state.providerState }),
         // What the turn's nested runs inherit is what remains then.
         ...(state.request.budget ? { spent: treeSpend(state) } : {}),
       });
-      if (cancelledMeanwhile(result.stopReason)) result.stopReason = 'aborted';
+      if (cancelledMeanwhile(result.stopReason, takes)) result.stopReason = 'aborted';
       // Messages the provider took mid-turn came after the turn's input, before its answer.
       appendUser(state.pending.splice(0, result.consumedMessages));
       state.transcript.push({
@@ -150,7 +151,7 @@ export function turnRunner(
       const { outputId: _, consumedMessages: __, nestedSpend: ___, ...turnResult } = result;
       return turnResult;
     } catch (err) {
-      if (stoppedByCancel(err)) throw err;
+      if (stoppedByCancel(err, takes)) throw err;
       return { output: [], stopReason: 'error', diagnostic: failureMessage(err) };
     } finally {
       approvals.endTurn(turn);
@@ -192,7 +193,7 @@ export function turnRunner(
           transcript: reference(base),
           // Tool results and messages are in history already (the tools' results, signals): the
           // call counts them, and names the results its worker may hold.
-          ...(patchedPath(PATCHES.storeOnce)
+          ...(takes(PATCHES.storeOnce)
             ? { deltaLength: state.transcript.length - base, ...(toolResultIds ? { toolResultIds } : {}) }
             : { delta: state.transcript.slice(base) }),
           request: turn === 0 && step === 0 ? state.request : undefined,
@@ -200,7 +201,7 @@ export function turnRunner(
           asksApproval: true,
         });
       } catch (err) {
-        if (stoppedByCancel(err)) {
+        if (stoppedByCancel(err, takes)) {
           // A call cancelled mid-stream reports what it had used by then: it is charged too.
           const partial = partialUsageOf(err);
           if (partial) charge(partial, partial.costUsd);
@@ -208,7 +209,7 @@ export function turnRunner(
         }
         return { output: [], stopReason: 'error', diagnostic: failureMessage(err) };
       }
-      if (cancelledMeanwhile(result.stopReason)) result.stopReason = 'aborted';
+      if (cancelledMeanwhile(result.stopReason, takes)) result.stopReason = 'aborted';
       state.transcript.push({
         kind: 'assistant',
         id: result.outputId,
@@ -279,7 +280,7 @@ export function turnRunner(
       if (result.nestedSpend) Object.assign(state.childSpend, result.nestedSpend);
       return result;
     } catch (err) {
-      if (stoppedByCancel(err)) throw err;
+      if (stoppedByCancel(err, takes)) throw err;
       return toolError(`tool ${call.name} failed: ${failureMessage(err)}`);
     }
   }
@@ -311,8 +312,8 @@ function turnResult(result: ModelCallResult): SubagentTurnResult {
  * run is cancelled. A cancelled activity whose worker died never reports its cancellation; it
  * ends by its heartbeat timeout (histories from before the patch: a failure like any other).
  */
-function stoppedByCancel(err: unknown): boolean {
-  return isCancellation(err) || (CancellationScope.current().consideredCancelled && patchedPath(PATCHES.cancelWins));
+function stoppedByCancel(err: unknown, takes: RunPaths): boolean {
+  return isCancellation(err) || (CancellationScope.current().consideredCancelled && takes(PATCHES.cancelWins));
 }
 
 /**
@@ -320,11 +321,9 @@ function stoppedByCancel(err: unknown): boolean {
  * with its next heartbeat, and a turn that finished meanwhile (a delegating turn whose nested run
  * the cancel stopped at once) would otherwise settle as if no cancel had come.
  */
-function cancelledMeanwhile(stopReason: string): boolean {
+function cancelledMeanwhile(stopReason: string, takes: RunPaths): boolean {
   return (
-    stopReason !== 'aborted' &&
-    CancellationScope.current().consideredCancelled &&
-    patchedPath(PATCHES.cancelWinsOverResult)
+    stopReason !== 'aborted' && CancellationScope.current().consideredCancelled && takes(PATCHES.cancelWinsOverResult)
   );
 }
 

@@ -19,6 +19,7 @@ import {
   textDeltaSignal,
   tokenLimiterId,
 } from '../../workflows/definitions';
+import { GENERATION, GENERATION_DECLARATION } from '../../workflows/patches';
 import { TemporalSubagentService } from '../client/service';
 import { budgetOf } from '../client/validate';
 import { narrowBudget } from '../seam/budget';
@@ -308,17 +309,20 @@ export function subagentSinks(cache?: RunContextCache): InjectedSinks<SubagentSi
 }
 
 /**
- * A short id of the workflow code the worker runs: `subagents+` and 16 hex digits of the bundle's
- * SHA-256 (none for a bundle given by a path that cannot be read; the SDK's default then applies).
+ * A short id of the workflow code the worker runs: `subagents`, the code's generation when the
+ * bundle declares one (`@2`: its runs record no patch markers, see `runPaths`), and `+` 16 hex
+ * digits of the bundle's SHA-256. None for a bundle given by a path that cannot be read; the SDK's
+ * default then applies, and runs record their markers.
  */
 function buildIdOf(bundle: NonNullable<WorkerOptions['workflowBundle']>): string | undefined {
-  let code: string | Buffer;
+  let code: string;
   try {
-    code = 'code' in bundle ? bundle.code : readFileSync(bundle.codePath);
+    code = 'code' in bundle ? bundle.code : readFileSync(bundle.codePath, 'utf8');
   } catch {
     return undefined;
   }
-  return `subagents+${createHash('sha256').update(code).digest('hex').slice(0, 16)}`;
+  const generation = code.includes(GENERATION_DECLARATION) ? `@${GENERATION}` : '';
+  return `subagents${generation}+${createHash('sha256').update(code).digest('hex').slice(0, 16)}`;
 }
 
 /** Sweeps the payload store now and then while the worker runs (when its data converter has one). */

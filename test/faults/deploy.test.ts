@@ -136,11 +136,37 @@ it("build B takes over build A's runs, parked and mid-turn, and each finishes or
       expect(await resumed.result).toEqual({ output: text(`two: second-${index + 1}`), stopReason: 'completed' });
       await resumed.dispose();
     }
+    // A's run records its patch markers; the run B continued it as began on B's generation, and
+    // records none (docs/versioning.md).
+    const [inA, inB] = await eventually(async () => {
+      const runs = await runsOf(parked[0]!.id);
+      return runs.length === 2 ? runs : undefined;
+    });
+    expect(inA!.buildId).toMatch(/^subagents\+/);
+    expect(inA!.markers).toBeGreaterThan(0);
+    expect(inB).toEqual({ buildId: expect.stringMatching(/^subagents@2\+/), markers: 0 });
     await Promise.all([...midTurn, agent].map((run) => run.dispose()));
   } finally {
     await stopB();
   }
 }, 120_000);
+
+/** Each Temporal run of a delegation, oldest first: its first workflow task's build ID, its patch markers. */
+async function runsOf(id: string): Promise<{ buildId: string | undefined; markers: number }[]> {
+  const executions = [];
+  for await (const execution of temporal.client.workflow.list({ query: `WorkflowId = '${id}'` })) {
+    executions.push(execution);
+  }
+  executions.sort((a, b) => a.startTime.getTime() - b.startTime.getTime());
+  return Promise.all(
+    executions.map(async ({ runId }) => {
+      const events = (await temporal.client.workflow.getHandle(id, runId).fetchHistory()).events ?? [];
+      const task = events.find((e) => e.workflowTaskCompletedEventAttributes)?.workflowTaskCompletedEventAttributes;
+      const markers = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').length;
+      return { buildId: task?.workerVersion?.buildId ?? undefined, markers };
+    }),
+  );
+}
 
 it('catches a workflow change made without patched() by replaying the recorded histories', async () => {
   const unpatched = await bundleWorkflowCode({

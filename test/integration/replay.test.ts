@@ -20,6 +20,21 @@ import {
 } from '../helpers/temporal';
 
 const HISTORIES = join(__dirname, '..', 'histories');
+/** The run's recordings of v11, every label the script had then; v13 records them and the nested two. */
+const V11_LABELS = [
+  'start',
+  'resumed',
+  'structured',
+  'agent-loop',
+  'disposed',
+  'unnudged',
+  'cancelled-dead-worker',
+  'agent-loop-continued',
+  'agent-loop-carried-on',
+  'approvals',
+  'turn-approval',
+  'budget',
+];
 
 describe('replay', () => {
   beforeAll(installQuietRuntime);
@@ -28,7 +43,7 @@ describe('replay', () => {
     (file) => (file.startsWith('subagent-run-') || file.startsWith('token-limiter-')) && file.endsWith('.json'),
   );
 
-  it("has recorded histories of each shipped workflow version: the run's v1, v2 with its patched paths, v3 to v12, and the overwritten ones; the token limiter's v1", () => {
+  it("has recorded histories of each shipped workflow version: the run's v1, v2 with its patched paths, v3 to v13, and the overwritten ones; the token limiter's v1", () => {
     expect(files).toEqual(
       expect.arrayContaining([
         ...['start', 'resumed', 'structured', 'agent-loop'].map((label) => `subagent-run-v1-${label}.json`),
@@ -45,21 +60,9 @@ describe('replay', () => {
         ...['start', 'agent-loop'].map((label) => `subagent-run-v8-${label}.json`),
         ...['approvals', 'turn-approval'].map((label) => `subagent-run-v9-${label}.json`),
         'subagent-run-v10-budget.json',
-        ...[
-          'start',
-          'resumed',
-          'structured',
-          'agent-loop',
-          'disposed',
-          'unnudged',
-          'cancelled-dead-worker',
-          'agent-loop-continued',
-          'agent-loop-carried-on',
-          'approvals',
-          'turn-approval',
-          'budget',
-        ].map((label) => `subagent-run-v11-${label}.json`),
+        ...V11_LABELS.map((label) => `subagent-run-v11-${label}.json`),
         ...['nested-parent', 'nested-child'].map((label) => `subagent-run-v12-${label}.json`),
+        ...[...V11_LABELS, 'nested-parent', 'nested-child'].map((label) => `subagent-run-v13-${label}.json`),
         ...['continued', 'ended'].map((label) => `token-limiter-v1-${label}.json`),
         ...['start', 'resumed'].map((label) => `subagent-run-v1-${label}.ec5e0de.json`),
         ...['start', 'resumed', 'structured'].map((label) => `subagent-run-v1-${label}.d523cac.json`),
@@ -77,7 +80,7 @@ describe('replay', () => {
     ).resolves.toBeUndefined();
   });
 
-  it('replays a history recorded live from the current code', async () => {
+  it('replays a history recorded live from the current code, whose runs record no patch marker', async () => {
     const temporal = await connectTestTemporal();
     const provider = createScriptedProvider({ name: uniqueName('replay') });
     const stop = await startWorker(temporal, [provider]);
@@ -102,6 +105,20 @@ describe('replay', () => {
         replayed++;
       }
       expect(replayed).toBe(2);
+      // Both runs began on this build, whose ID names its generation: no marker, no
+      // TemporalChangeVersion upsert (docs/versioning.md).
+      let checked = 0;
+      for await (const execution of temporal.client.workflow.list({ query })) {
+        const history = await temporal.client.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();
+        const events = history.events ?? [];
+        expect(
+          events.find((e) => e.workflowTaskCompletedEventAttributes)?.workflowTaskCompletedEventAttributes,
+        ).toMatchObject({ workerVersion: { buildId: expect.stringMatching(/^subagents@2\+[0-9a-f]{16}$/) } });
+        expect(events.filter((e) => e.markerRecordedEventAttributes)).toEqual([]);
+        expect(JSON.stringify(events)).not.toContain('TemporalChangeVersion');
+        checked++;
+      }
+      expect(checked).toBe(2);
     } finally {
       await stop();
       await temporal.close();
