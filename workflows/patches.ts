@@ -2,8 +2,9 @@
 // records a marker, and core upserts the TemporalChangeVersion search attribute with it: two
 // events, and a visibility write of their own. Runs from before the generations recorded a marker
 // for each patch; runs of the first generation record one, `patches-2026-12`, that stands for every
-// patch here. A run of the second starts on a worker whose build ID says so (`subagents@2+…`, see
-// `runPaths`) and records none: its history keeps that build ID, so replay decides as it did.
+// patch here. A run of the second generation starts on a worker whose build ID says so
+// (`subagents@2+…`, see `runPaths`) and records none: its history keeps that build ID, so replay
+// decides as the run did.
 import { patched, workflowInfo } from '@temporalio/workflow';
 
 export const PATCHES = {
@@ -73,6 +74,7 @@ export type RunPaths = (patch: Patch | typeof CHILD_SETTLED_PATCH) => boolean;
  */
 export function runPaths(): RunPaths {
   const stamp = STAMPED_BUILD_ID.exec(workflowInfo().currentBuildId ?? '');
+  // The second generation, and any later one, takes every path listed here.
   if (stamp && Number(stamp[1]) >= 2) return () => true;
   return (patch) => (patch === CHILD_SETTLED_PATCH ? patched(patch) : patched(GENERATION_2026_12) || patched(patch));
 }
