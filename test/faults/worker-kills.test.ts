@@ -34,17 +34,27 @@ const textOf = (entry: TranscriptEntry) =>
   entry.kind === 'tool' ? '' : entry.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Follows the fixture's event log with one reader, resolving waits for a run's turn to start. */
+/** Follows the fixture's event log with one reader: turns started, and what each worker holds. */
 function eventLog(file: string) {
   const seen = new Set<string>();
   const waiters: { key: string; resolve: () => void }[] = [];
+  /** By worker pid: the attempts it has begun and not ended, and whether it redid an interrupted one. */
+  const inFlight = new Map<number, Set<string>>();
+  const redone = new Set<number>();
   let read = 0;
   const timer = setInterval(() => {
     const text = readFileSync(file, 'utf8');
     const complete = text.lastIndexOf('\n') + 1;
     for (const line of text.slice(read, complete).split('\n').filter(Boolean)) {
-      const event = JSON.parse(line) as ScriptedTurnEvent;
-      if (event.kind === 'turn-start') seen.add(`${event.runId}#${event.turn}`);
+      const event = JSON.parse(line) as ScriptedTurnEvent & { pid: number };
+      const attempt = `${event.runId}#${event.turn}#${event.attempt}`;
+      if (!inFlight.has(event.pid)) inFlight.set(event.pid, new Set());
+      if (event.kind === 'turn-start') {
+        seen.add(`${event.runId}#${event.turn}`);
+        inFlight.get(event.pid)!.add(attempt);
+        if (event.attempt > 1) redone.add(event.pid);
+      }
+      if (event.kind === 'turn-end') inFlight.get(event.pid)!.delete(attempt);
     }
     read = complete;
     for (const waiter of waiters.splice(0)) {
@@ -55,6 +65,8 @@ function eventLog(file: string) {
   return {
     turnStarted: (runId: string, turn: number) =>
       new Promise<void>((resolve) => waiters.push({ key: `${runId}#${turn}`, resolve })),
+    inFlight: (pid: number) => inFlight.get(pid)?.size ?? 0,
+    redone: (pid: number) => redone.has(pid),
     close: () => clearInterval(timer),
   };
 }
@@ -106,10 +118,14 @@ it('completes 50 concurrent runs through three SIGKILLs of their worker, each me
       gates.open(run.id, MESSAGES.length);
     }),
   );
-  // Three SIGKILLs at random moments, each while turns are held in flight.
+  // Three SIGKILLs at random moments, each while the worker holds turns in flight and, from the
+  // second on, once it has redone a turn the kill before it interrupted: so each kill's turns are
+  // redone by the worker after it, whatever the load does to the timing.
   const kills = (async () => {
     for (let kill = 0; kill < 3; kill++) {
       await sleep(800 + Math.random() * 1500);
+      const pid = current.child.pid!;
+      await eventually(() => (log.inFlight(pid) >= 3 && (kill === 0 || log.redone(pid)) ? true : undefined), 60_000);
       await current.kill('SIGKILL');
       current = await spawnWorkerProcess(env);
       workers.push(current);
