@@ -370,11 +370,12 @@ it('settles error with the tail of stderr when the agent crashes', async () => {
 });
 
 it('settles error when the agent never answers initialize', async () => {
-  const agent = await acpProvider({ hangOnInitialize: true, turns: [] }, { initializeTimeoutMs: 1000 });
+  // Long enough for the agent to start (and log its pid) on a busy machine; it never answers.
+  const agent = await acpProvider({ hangOnInitialize: true, turns: [] }, { initializeTimeoutMs: 5000 });
   const run = agent.start();
   const result = await run.result;
   expect(result.stopReason).toBe('error');
-  expect(result.diagnostic).toContain('did not answer initialize within 1000 ms');
+  expect(result.diagnostic).toContain('did not answer initialize within 5000 ms');
   await noOrphans(agent.events);
   await run.dispose();
 });
