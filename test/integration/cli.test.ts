@@ -265,7 +265,7 @@ it('shows a held tool call in show and logs, lets approve answer it, and exits 1
   await eventually(async () =>
     (await cli(['logs', id, '--no-follow'])).stdout.includes('approval allow') ? true : undefined,
   );
-});
+}, 120_000);
 
 it('follows an LLM child with logs --follow: a held call as pending, its text as it streams, then the close', async () => {
   let releaseRest = () => {};

@@ -76,7 +76,12 @@ it('starts runs without search attributes where the namespace lacks them, and wi
   indexed.registerProvider(scripted);
   const third = indexed.start(scripted.name, { prompt: text('three'), parent: { id: 'p' } });
   await third.result;
-  const { searchAttributes } = await temporal.client.workflow.getHandle(third.id).describe();
+  // The frontend takes attributes just registered before every history host does: a host that
+  // does not know them yet refuses the workflow task that upserts them, which is then retried.
+  const searchAttributes = await eventually(async () => {
+    const { searchAttributes: now } = await temporal.client.workflow.getHandle(third.id).describe();
+    return now.SubagentStopReason ? now : undefined;
+  }, 30_000);
   expect(searchAttributes).toMatchObject({
     SubagentProvider: [scripted.name],
     SubagentStatus: ['parked'],
