@@ -22,7 +22,9 @@ const IN_USE_POLL_MS = 100;
 /**
  * Adds whichever subagent search attributes the namespace lacks and waits until the server takes
  * them in runs; resolves with the names it added. Rejects if the server refuses (no operator
- * permission, say), and with `UNAVAILABLE` if they are not in use within 30 s.
+ * permission, say), and with `UNAVAILABLE` if they are not in use within 30 s. A history host can
+ * take them seconds after the frontend: a run's workflow task that updates them before it does is
+ * refused and retried, the run delayed but nothing lost.
  */
 export async function ensureSearchAttributes(connection: ConnectionLike, namespace: string): Promise<string[]> {
   const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
