@@ -717,11 +717,17 @@ const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/
 
 /**
  * The worker settings figure 6 compares: the workflow cache, glibc's malloc arenas (as the Docker
- * image sets them) and V8's `--optimize-for-size` (a Node option, which NODE_OPTIONS refuses).
+ * image sets them), V8's young generation (`--max-semi-space-size`, in MB: 16 by default, which
+ * the workflow thread fills as it runs workflows) and V8's `--optimize-for-size` (a Node option,
+ * which NODE_OPTIONS refuses).
  */
 const MEMORY_SETTINGS: { label: string; env: Record<string, string>; nodeArgs?: string[] }[] = [
   { label: 'cache 100', env: { SUBAGENT_WORKER_CACHED_RUNS: '100' } },
   { label: 'cache 100, MALLOC_ARENA_MAX=2', env: { SUBAGENT_WORKER_CACHED_RUNS: '100', MALLOC_ARENA_MAX: '2' } },
+  {
+    label: 'cache 100, MALLOC_ARENA_MAX=2, --max-semi-space-size=1',
+    env: { SUBAGENT_WORKER_CACHED_RUNS: '100', MALLOC_ARENA_MAX: '2', NODE_OPTIONS: '--max-semi-space-size=1' },
+  },
   { label: 'cache 20, MALLOC_ARENA_MAX=2', env: { SUBAGENT_WORKER_CACHED_RUNS: '20', MALLOC_ARENA_MAX: '2' } },
   ...[100, 20].map((cached) => ({
     label: `cache ${cached}, MALLOC_ARENA_MAX=2, --optimize-for-size`,
@@ -747,7 +753,7 @@ async function memory(address: string, service: TemporalSubagentService): Promis
     const worker = await spawnWorker(
       name,
       '/dev/null',
-      { ...env, MEMORY_FILE: memoryFile, NODE_OPTIONS: '--expose-gc' },
+      { ...env, MEMORY_FILE: memoryFile, NODE_OPTIONS: `--expose-gc ${env.NODE_OPTIONS ?? ''}`.trim() },
       nodeArgs,
     );
     const heapMb = () => (JSON.parse(readFileSync(memoryFile, 'utf8')) as { heapUsed: number }).heapUsed / 2 ** 20;
@@ -792,7 +798,7 @@ async function memory(address: string, service: TemporalSubagentService): Promis
     } catch (err) {
       // A setting that cannot park its runs is a finding, not the end of the bench.
       figures[label] = { stalled: (err as Error).message };
-      log(`   ${label.padEnd(51)} did not finish: ${(err as Error).message}`);
+      log(`   ${label.padEnd(55)} did not finish: ${(err as Error).message}`);
       continue;
     } finally {
       // The parked runs stay parked: the in-memory server goes away with the bench.
@@ -817,7 +823,7 @@ async function memory(address: string, service: TemporalSubagentService): Promis
     };
     const mb = (values: number[]) => values.map((value) => value.toFixed(1)).join(' / ');
     log(
-      `   ${label.padEnd(51)} settled ${mb(settledRss)} MB, growth ${settledGrowth.toFixed(1)} MB ` +
+      `   ${label.padEnd(55)} settled ${mb(settledRss)} MB, growth ${settledGrowth.toFixed(1)} MB ` +
         `(goal <= 20: ${settledGrowth <= 20 ? 'met' : 'NOT met'})   after 2 s ${mb(rss)} MB, ` +
         `growth ${growth.toFixed(1)} MB   heap ${mb(heap)} MB   CPU ${(parkingCpuMs / 1000).toFixed(1)} ms a run`,
     );
