@@ -10,9 +10,10 @@
 // JSON line of every figure; `--cluster` runs against the multi-service cluster (`npm run cluster
 // -- start`); `--observers`, `--long-turn`, `--memory`, `--stream` and `--recovery` run figure 8, 9,
 // 6, 11 or 7 alone.
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { constants, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
@@ -128,6 +129,16 @@ async function main(): Promise<void> {
   // run's own, which figure 10's process names too: every worker of a namespace names one store).
   const payloads = mkdtempSync(join(tmpdir(), 'subagent-bench-payloads-'));
   const temporal = await connect(payloads);
+  // Stopped by a signal sent to the bench alone (not its process group), it stops its server,
+  // then kills the worker and loop processes it spawned, which would otherwise outlive it.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      void temporal.close().finally(() => {
+        spawnSync('pkill', ['-KILL', '-P', String(process.pid)]);
+        process.exit(128 + constants.signals[signal]);
+      });
+    });
+  }
   const { connection, client, dataConverter } = temporal;
   const serverPid = temporal.devServer?.pid;
   log(
