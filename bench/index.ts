@@ -394,7 +394,7 @@ class Bench {
   async rounds({ ours: oursLoop, peer }: { ours: LoopProcess; peer: LoopProcess }): Promise<void> {
     const latencySamples = quick ? 10 : 30;
     const throughputRuns = quick ? 200 : 500;
-    const steerSamples = quick ? 5 : 10;
+    const steerSamples = quick ? 8 : 15;
     const loopSamples = 3;
     // Warm-up: every path once, JIT and connections and caches.
     for (let i = 0; i < 10; i++) {
@@ -437,21 +437,16 @@ class Bench {
       const eager: number[] = [];
       const lazy: number[] = [];
       const parkedLatency: number[] = [];
-      const parkedResume: number[] = [];
       for (let i = 0; i < latencySamples; i++) {
         if (oursFirst) facade.push(await this.facadeOnce());
         eager.push(await this.baselineOnce());
         lazy.push(await this.baselineOnce(false));
-        const sample = await this.parkedOnce();
-        parkedLatency.push(sample.latency);
-        parkedResume.push(sample.resume);
+        parkedLatency.push((await this.parkedOnce()).latency);
         if (!oursFirst) facade.push(await this.facadeOnce());
       }
       const eagerP50 = percentiles(eager).p50;
       parked.latency.push(...parkedLatency);
-      parked.resume.push(...parkedResume);
       floor.latency.push(percentiles(parkedLatency).p50 / eagerP50);
-      floor.resume.push(percentiles(parkedResume).p50 / eagerP50);
       toFloor.latency.push(percentiles(facade).p50 / percentiles(parkedLatency).p50);
       latency.facade.push(...facade);
       latency.eager.push(...eager);
@@ -459,27 +454,47 @@ class Bench {
       latency.ratio.push(percentiles(facade).p50 / eagerP50);
       lazyRatio.push(percentiles(facade).p50 / percentiles(lazy).p50);
 
-      const [facadeRate, baselineRate] = await inTurn(
-        oursFirst,
-        () => this.throughput(throughputRuns, () => this.facadeOnce('noop-closing')),
-        () => this.throughput(throughputRuns, () => this.baselineOnce()),
-      );
+      // Two blocks of each side in the order ABBA, so that a drift in the machine's speed within
+      // the round hits both alike; a side's rate is over its two blocks (their harmonic mean).
+      const oursRate = () => this.throughput(throughputRuns, () => this.facadeOnce('noop-closing'));
+      const bareRate = () => this.throughput(throughputRuns, () => this.baselineOnce());
+      const [ours1, bare1] = await inTurn(oursFirst, oursRate, bareRate);
+      const [ours2, bare2] = await inTurn(!oursFirst, oursRate, bareRate);
+      const overBoth = (a: number, b: number) => 2 / (1 / a + 1 / b);
+      const facadeRate = overBoth(ours1, ours2);
+      const baselineRate = overBoth(bare1, bare2);
       const throughputRatio = facadeRate / baselineRate;
       rates.facade.push(facadeRate);
       rates.baseline.push(baselineRate);
       rates.ratio.push(throughputRatio);
 
+      // Their references are measured alongside them, sample by sample, the order alternating: two
+      // bare round trips and the bare parked workflow's resume.
       const steering: number[] = [];
       const resume: number[] = [];
+      const roundTrip: number[] = [];
+      const parkedResume: number[] = [];
       for (let i = 0; i < steerSamples; i++) {
-        const sample = await this.steerAndResume();
-        steering.push(sample.steering);
-        resume.push(sample.resume);
+        await inTurn(
+          (r + i) % 2 === 0,
+          async () => {
+            const sample = await this.steerAndResume();
+            steering.push(sample.steering);
+            resume.push(sample.resume);
+          },
+          async () => {
+            roundTrip.push(await this.baselineOnce(), await this.baselineOnce());
+            parkedResume.push((await this.parkedOnce()).resume);
+          },
+        );
       }
+      const roundTripP50 = percentiles(roundTrip).p50;
       steer.steering.push(...steering);
       steer.resume.push(...resume);
-      steeringRatio.push(percentiles(steering).p50 / eagerP50);
-      resumeRatio.push(percentiles(resume).p50 / eagerP50);
+      parked.resume.push(...parkedResume);
+      steeringRatio.push(percentiles(steering).p50 / roundTripP50);
+      resumeRatio.push(percentiles(resume).p50 / roundTripP50);
+      floor.resume.push(percentiles(parkedResume).p50 / roundTripP50);
       toFloor.resume.push(percentiles(resume).p50 / percentiles(parkedResume).p50);
 
       for (const [steps, loop] of loops) {
@@ -542,7 +557,7 @@ class Bench {
       baseline_per_s: round(percentiles(rates.baseline).p50),
       ratio: throughputRatio,
     };
-    log(`2. Throughput, ${throughputRuns} delegations of each per round at concurrency 100:`);
+    log(`2. Throughput, two blocks of ${throughputRuns} delegations of each per round (ABBA) at concurrency 100:`);
     log(
       `   facade p50 ${percentiles(rates.facade).p50.toFixed(1)}/s   bare workflow, eager start ` +
         `${percentiles(rates.baseline).p50.toFixed(1)}/s   ratio ${describeSpread(throughputRatio)}`,
@@ -562,7 +577,10 @@ class Bench {
       parked_baseline_ratio: spread(floor.resume),
       ratio_to_parked_baseline: spread(toFloor.resume),
     };
-    log(`3. Steering, turn boundary -> the provider's next turn with the message, ${steerSamples} per round:`);
+    log(
+      `3. Steering, turn boundary -> the provider's next turn with the message, ${steerSamples} per round, ` +
+        `beside two bare round trips each:`,
+    );
     log(
       `   p50 ${s.p50.toFixed(1)} ms   p95 ${s.p95.toFixed(1)} ms   to the bare round trip ${describeSpread(steeringSpread)}`,
     );
