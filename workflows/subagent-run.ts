@@ -265,7 +265,9 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     atStart: Pick<SubagentRunInput, 'abortedAtStart' | 'disposedAtStart'> = {},
   ): Promise<never> {
     continuing = true;
-    await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
+    // Most runs have no handler left to finish here: they skip the wait, whose scope and condition
+    // cost promises (each with a captured stack) and no command.
+    if (!allHandlersFinished()) await CancellationScope.nonCancellable(() => condition(allHandlersFinished));
     // The memo (the request's fingerprint for idempotent starts) and search attributes stay with the run.
     if (indexed) upsertSearchAttributes([{ key: STATUS_ATTRIBUTE, value: 'running' }]);
     const continueAsNew = makeContinueAsNewFunc<typeof subagentRunWorkflow>({
