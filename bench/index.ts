@@ -294,10 +294,10 @@ class Bench {
 
   /**
    * The bare parked workflow (the contract's shape with nothing in it): start -> its settle point,
-   * read from history as our caller reads it (a long poll per new batch of events); then a `resume`
-   * update (and a `wake`, as ours sends) -> the continued run's activity starts.
+   * read from history as our caller reads it (a long poll per new batch of events). It is left
+   * parked.
    */
-  async parkedOnce(): Promise<{ latency: number; resume: number }> {
+  private async parkedStart() {
     const workflowId = `bare-parked-${randomUUID()}`;
     const started = performance.now();
     const handle = await this.client.workflow.start(bareParked, {
@@ -307,7 +307,22 @@ class Bench {
       requestEagerStart: true,
     });
     await this.parkedSettle(workflowId, handle.firstExecutionRunId);
-    const latency = performance.now() - started;
+    return { workflowId, handle, latency: performance.now() - started };
+  }
+
+  /** The bare parked workflow's start -> its settle point; then it is ended. */
+  async parkedLatencyOnce(): Promise<number> {
+    const { handle, latency } = await this.parkedStart();
+    await handle.terminate();
+    return latency;
+  }
+
+  /**
+   * A parked bare workflow's `resume` update (and a `wake`, as ours sends) -> the continued run's
+   * activity starts.
+   */
+  async parkedResumeOnce(): Promise<number> {
+    const { workflowId, handle } = await this.parkedStart();
     const resumedAt = performance.now();
     await handle.executeUpdate(resumeParkedUpdate);
     handle.executeUpdate(wakeParkedUpdate).catch(() => undefined);
@@ -315,7 +330,7 @@ class Bench {
     // Once its activity has completed (no completion for a closed run), the continued run is ended.
     await this.parkedSettle(workflowId);
     await handle.terminate();
-    return { latency, resume };
+    return resume;
   }
 
   /** Until the bare parked workflow's run (by default its current one) records its settle point. */
@@ -401,7 +416,8 @@ class Bench {
       await this.facadeOnce();
       await this.baselineOnce();
       await this.baselineOnce(false);
-      await this.parkedOnce();
+      await this.parkedLatencyOnce();
+      await this.parkedResumeOnce();
     }
     await this.throughput(100, () => this.facadeOnce('noop-closing'));
     await this.throughput(100, () => this.baselineOnce());
@@ -441,7 +457,7 @@ class Bench {
         if (oursFirst) facade.push(await this.facadeOnce());
         eager.push(await this.baselineOnce());
         lazy.push(await this.baselineOnce(false));
-        parkedLatency.push((await this.parkedOnce()).latency);
+        parkedLatency.push(await this.parkedLatencyOnce());
         if (!oursFirst) facade.push(await this.facadeOnce());
       }
       const eagerP50 = percentiles(eager).p50;
@@ -484,7 +500,7 @@ class Bench {
           },
           async () => {
             roundTrip.push(await this.baselineOnce(), await this.baselineOnce());
-            parkedResume.push((await this.parkedOnce()).resume);
+            parkedResume.push(await this.parkedResumeOnce());
           },
         );
       }
