@@ -130,9 +130,13 @@ async function main(): Promise<void> {
   const payloads = mkdtempSync(join(tmpdir(), 'subagent-bench-payloads-'));
   const temporal = await connect(payloads);
   // Stopped by a signal sent to the bench alone (not its process group), it stops its server,
-  // then kills the worker and loop processes it spawned, which would otherwise outlive it.
+  // then kills the worker and loop processes it spawned, which would otherwise outlive it. A signal
+  // that comes meanwhile (tsx relays the one its wrapper got) waits for that too.
+  let stopping = false;
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
       void temporal.close().finally(() => {
         spawnSync('pkill', ['-KILL', '-P', String(process.pid)]);
         process.exit(128 + constants.signals[signal]);
