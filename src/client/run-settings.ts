@@ -38,14 +38,23 @@ export function resolveRunSettings(
   count(maximumAttempts, 'retry.maximumAttempts', 1);
   const structuredNudgeRetries = count(merged.structuredNudgeRetries!, 'structuredNudgeRetries', 0);
   const maxStepsPerTurn = count(merged.maxStepsPerTurn!, 'maxStepsPerTurn', 1);
+  const initialIntervalMs = duration(retry.initialInterval!, 'retry.initialInterval');
+  const maximumIntervalMs = duration(retry.maximumInterval!, 'retry.maximumInterval');
+  // The SDK refuses such a policy only when a run schedules its first turn: the run would start,
+  // then settle `error`.
+  if (maximumIntervalMs < initialIntervalMs) {
+    invalidConfig(
+      `retry.maximumInterval must be at least retry.initialInterval (got ${JSON.stringify(retry.maximumInterval)} and ${JSON.stringify(retry.initialInterval)})`,
+    );
+  }
   return {
     resumeWindowMs: duration(merged.resumeWindow!, 'resumeWindow', 0),
     turnStartToCloseMs: duration(merged.turnTimeout!, 'turnTimeout'),
     turnHeartbeatMs: duration(merged.heartbeatTimeout!, 'heartbeatTimeout'),
     turnRetry: {
-      initialIntervalMs: duration(retry.initialInterval!, 'retry.initialInterval'),
+      initialIntervalMs,
       backoffCoefficient,
-      maximumIntervalMs: duration(retry.maximumInterval!, 'retry.maximumInterval'),
+      maximumIntervalMs,
       maximumAttempts,
       // The types no retry can fix fail for good where they are thrown (activities/host.ts), so
       // no activity carries them in its retry policy.

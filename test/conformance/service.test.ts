@@ -111,6 +111,7 @@ describe('§7.1 registration', () => {
     ['a negative heartbeat timeout', { heartbeatTimeout: -5 }],
     ['an approval timeout of no time', { approvalTimeout: 0 }],
     ['an approval timeout that is no duration', { approvalTimeout: 'soon' as never }],
+    ['a first retry interval longer than the longest (30 s by default)', { retry: { initialInterval: '1 minute' } }],
   ])('rejects run settings that cannot work (%s) with INVALID_CONFIG at registration', (_case, runSettings) => {
     const service = newService(runs.temporal);
     expect(() => service.registerProvider({ ...descriptor('bad'), runSettings })).toThrow(
