@@ -52,6 +52,11 @@ export interface FakeOpenAI {
    * on later: its request waits, in flight, until it settles.
    */
   enqueue(...replies: (FakeReply | Promise<FakeReply>)[]): void;
+  /**
+   * Drops the queued replies no request has taken yet, and says how many there were: a failed
+   * test's leftovers would otherwise answer the next test's requests.
+   */
+  discardQueued(): number;
   /** Fallback when the queue is empty (default: a 500 JSON error saying the script is exhausted). */
   setHandler(handler: FakeHandler): void;
   /** Resolves once `count` requests have arrived (in total); rejects after `timeoutMs` (default 10 s) or on close(). */
@@ -490,6 +495,9 @@ export async function startFakeOpenAI(
     quota: quotaStats,
     enqueue(...replies: (FakeReply | Promise<FakeReply>)[]) {
       queue.push(...replies);
+    },
+    discardQueued() {
+      return queue.splice(0).length;
     },
     setHandler(next: FakeHandler) {
       handler = next;

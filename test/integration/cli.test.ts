@@ -34,6 +34,12 @@ import {
 } from '../helpers/temporal';
 
 const CLI = resolve(__dirname, '..', '..', 'src', 'cli', 'index.ts');
+/**
+ * Each invocation is a fresh Node process that compiles the CLI as it loads it: about 4 s on an
+ * idle machine, over 10 s beside CI's fault suites. A test runs several, one after another.
+ */
+jest.setTimeout(120_000);
+const CLI_PRINTS_WITHIN_MS = 30_000;
 const scripted = createScriptedProvider({ name: uniqueName('cli'), runSettings: { resumeWindow: '1 hour' } });
 /** A tool every call of which waits for a person. */
 const deploy: SubagentTool = {
@@ -126,7 +132,7 @@ function cliRunning(args: string[]) {
           const found = lines.find(matches);
           if (found !== undefined || child.exitCode === null) return found;
           throw new Error(`the CLI exited ${child.exitCode}`);
-        });
+        }, CLI_PRINTS_WITHIN_MS);
       } catch (err) {
         throw new Error(`${(err as Error).message} without the line; it printed:\n${lines.join('\n')}\n${stderr}`, {
           cause: err,
@@ -140,6 +146,8 @@ const running = new Set<ReturnType<typeof spawn>>();
 afterEach(() => {
   for (const child of running) if (child.exitCode === null) child.kill('SIGKILL');
   running.clear();
+  // A failed test's unused replies would answer the next test's model calls (one held for good).
+  fake.discardQueued();
 });
 
 const json = (outcome: Outcome) => JSON.parse(outcome.stdout.trim().split('\n').at(-1)!) as Record<string, any>;
@@ -265,7 +273,7 @@ it('shows a held tool call in show and logs, lets approve answer it, and exits 1
   await eventually(async () =>
     (await cli(['logs', id, '--no-follow'])).stdout.includes('approval allow') ? true : undefined,
   );
-}, 120_000);
+});
 
 it('follows an LLM child with logs --follow: a held call as pending, its text as it streams, then the close', async () => {
   let releaseRest = () => {};
@@ -314,7 +322,7 @@ it('follows an LLM child with logs --follow: a held call as pending, its text as
     'dispose requested',
     'closed (disposed)',
   ]);
-}, 60_000);
+});
 
 it('shows a run with every run below it and what each spent (show --tree)', async () => {
   const delegating = JSON.stringify({
@@ -376,7 +384,7 @@ it('shows a tree of LLM runs with what each spent itself and with the runs below
     `${run.id}  parked (completed)  spend unknown`,
     expect.stringMatching(/^ {2}subagent-.* {2}closed \(completed\) {2}spend unknown$/),
   ]);
-}, 60_000);
+});
 
 const WAITING = /waiting for the model endpoint's rate limit until (\S+)/;
 /** A 429 asking the caller to come back in `seconds`. */
@@ -424,24 +432,25 @@ async function whileRateLimited(
 }
 
 it("prints a model call's rate-limit wait while it lasts, and not once it is over, though the attempt that waited was cut off in it", async () => {
-  // The attempt's 4 s run out within the endpoint's 6 s; its retry waits 30 s.
+  // The attempt's 10 s run out within the endpoint's 15 s (long enough for a CLI process to start
+  // and show it under load); its retry waits 30 s.
   const settings = {
-    turnTimeout: '4 seconds',
+    turnTimeout: '10 seconds',
     heartbeatTimeout: '2 seconds',
     retry: { initialInterval: '30 seconds' },
   };
-  await whileRateLimited(6, settings, async (runId, until) => {
+  await whileRateLimited(15, settings, async (runId, until) => {
     // The attempt timed out in its wait and left it in its heartbeat; once the wait is over it is none.
     await eventually(
       async () => ((await pendingCall(runId))?.attempt === 2 && Date.now() > until ? true : undefined),
-      20_000,
+      30_000,
     );
     const after = await cli(['show', runId]);
     expect(after.code).toBe(0);
     expect(after.stdout).not.toMatch(WAITING);
     expect(json(await cli(['show', runId, '--json'])).rateLimitedUntil).toBeUndefined();
   });
-}, 60_000);
+});
 
 it('does not show the rate-limit wait of an attempt before as the wait of the one that retried it', async () => {
   // The first attempt is cut off 3 s into a 120 s wait; the second asks at once, and hangs.
@@ -454,10 +463,10 @@ it('does not show the rate-limit wait of an attempt before as the wait of the on
     // The wait the first attempt left is still ahead, but the attempt running now is not in it.
     await eventually(
       async () => (json(await cli(['show', runId, '--json'])).rateLimitedUntil === undefined ? true : undefined),
-      10_000,
+      30_000,
     );
   });
-}, 60_000);
+});
 
 it('exports an audit trail that verifies, and detects an edited, a removed and a reordered record', async () => {
   const started = json(await cli(['start', scripted.name, 'audited task', '--wait', '--json']));
@@ -589,4 +598,4 @@ it('runs `subagents dev`: the embedded server and a worker that serve a delegati
     dev.kill('SIGTERM');
   }
   expect(await exited).toBe(0);
-}, 90_000);
+});

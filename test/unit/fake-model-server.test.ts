@@ -162,6 +162,15 @@ test('queued replies are served in FIFO order, then the handler answers', async 
   expect(contents).toEqual(['first', 'second', 'handler saw #2 c', 'handler saw #3 d']);
 });
 
+test('discardQueued drops the replies not yet taken, and the handler answers the next request', async () => {
+  fake.enqueue(textReply('taken'), textReply('left over'), hangReply());
+  fake.setHandler(() => textReply('handler'));
+  expect((await json(await chat(request))).choices[0].message.content).toBe('taken');
+  expect(fake.discardQueued()).toBe(2);
+  expect(fake.discardQueued()).toBe(0);
+  expect((await json(await chat(request))).choices[0].message.content).toBe('handler');
+});
+
 test('a handler given at start answers, and may be async', async () => {
   await fake.close();
   fake = await startFakeOpenAI({
