@@ -82,6 +82,10 @@ afterAll(async () => {
   await fake?.close();
   await temporal?.close();
 });
+// A failed test's unused replies would answer the next test's model calls.
+afterEach(() => {
+  fake.discardQueued();
+});
 
 const parent = { id: 'parent', session: { header: { id: 'parent-session', cwd } } };
 const startSpawn = (prompt: string, extra: object = {}) =>

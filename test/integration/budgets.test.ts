@@ -42,6 +42,10 @@ afterAll(async () => {
   await temporal?.close();
   await fake?.close();
 });
+// A failed test's unused replies would answer the next test's model calls.
+afterEach(() => {
+  fake.discardQueued();
+});
 
 const status = (runId: string) =>
   temporal.client.workflow.getHandle(runId).query(statusQuery) as Promise<SubagentRunStatus>;

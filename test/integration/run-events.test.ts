@@ -55,6 +55,10 @@ afterAll(async () => {
   await temporal?.close();
   await fake?.close();
 });
+// A failed test's unused replies would answer the next test's model calls.
+afterEach(() => {
+  fake.discardQueued();
+});
 
 /** A model reply held until `release()`. */
 function heldReply(reply: FakeReply): { reply: Promise<FakeReply>; release(): void } {
