@@ -121,6 +121,13 @@ export function newService(temporal: TestTemporal, options: Partial<TemporalSuba
 
 export const text = (value: string) => [{ type: 'text' as const, text: value }];
 
+/**
+ * How long a test waits for a process it has just started (a CLI invocation, an ACP agent) to print
+ * or log its first events: the process loads its runtime first, which took over 10 s beside CI's
+ * parallel suites.
+ */
+export const FRESH_PROCESS_WITHIN_MS = 30_000;
+
 /** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
 export async function eventually<T>(
   check: () => T | undefined | Promise<T | undefined>,

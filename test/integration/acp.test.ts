@@ -18,6 +18,7 @@ import { statusQuery } from '../../workflows/definitions';
 import {
   connectTestTemporal,
   eventually,
+  FRESH_PROCESS_WITHIN_MS,
   newService,
   startWorker,
   TestTemporal,
@@ -49,12 +50,6 @@ interface AgentEvent {
   index?: number;
   text?: string;
 }
-
-/**
- * How long a test waits for a fresh agent's first events: the turn's activity starts a process
- * that loads its runtime before it speaks, which under CI's parallel suites took over 10 s once.
- */
-const AGENT_STARTS_WITHIN_MS = 30_000;
 
 /** An acp provider for one script, hosted by a fresh worker; its agent logs to a file of its own. */
 async function acpProvider(script: AcpAgentScript, options: Partial<AcpProviderOptions> = {}) {
@@ -184,7 +179,7 @@ it.each([
 it('cancels mid-prompt with session/cancel; the result is aborted and the process is gone', async () => {
   const agent = await acpProvider({ turns: [{ chunks: ['working'], waitForCancel: true }] });
   const run = agent.start();
-  await eventually(() => agent.events().find((e) => e.event === 'chunk'), AGENT_STARTS_WITHIN_MS);
+  await eventually(() => agent.events().find((e) => e.event === 'chunk'), FRESH_PROCESS_WITHIN_MS);
   run.cancel('no longer needed');
   expect((await run.result).stopReason).toBe('aborted');
   expect(agent.events().some((e) => e.event === 'cancel')).toBe(true);
@@ -195,7 +190,7 @@ it('cancels mid-prompt with session/cancel; the result is aborted and the proces
 it('kills an agent that ignores cancel, SIGTERM and EOF, so dispose returns with no process left', async () => {
   const agent = await acpProvider({ turns: [{ chunks: ['stuck'], ignoreCancel: true }] });
   const run = agent.start();
-  await eventually(() => agent.events().find((e) => e.event === 'hanging'), AGENT_STARTS_WITHIN_MS);
+  await eventually(() => agent.events().find((e) => e.event === 'hanging'), FRESH_PROCESS_WITHIN_MS);
   await run.dispose();
   // A dispose before the result settled ends the turn disposed, which maps to error (seam §5.5).
   expect(await run.result).toMatchObject({ stopReason: 'error', diagnostic: 'the run was disposed before it settled' });
@@ -305,7 +300,7 @@ it('delivers a steering message as the next prompt turn, to the same agent proce
     turns: [{ chunks: ['first ', 'answer'], chunkDelayMs: 300 }, { chunks: ['steered: {prompt}'] }],
   });
   const run = agent.start('start');
-  await eventually(() => agent.events().find((e) => e.event === 'chunk'), AGENT_STARTS_WITHIN_MS);
+  await eventually(() => agent.events().find((e) => e.event === 'chunk'), FRESH_PROCESS_WITHIN_MS);
   run.sendMessage!(text('change course'));
   expect(await run.result).toEqual({ output: text('steered: change course'), stopReason: 'completed' });
   const seen = prompts(agent.events);
@@ -319,7 +314,7 @@ it('keeps a message that arrives after the last prompt boundary for resume, inst
   const agent = await acpProvider({ exitDelayMs: 1500, turns: [{ chunks: ['only answer'] }] }, { killGraceMs: 5000 });
   const run = agent.start('start');
   // The turn has taken its last messages and is stopping the agent when this one arrives.
-  await eventually(() => agent.events().find((e) => e.event === 'stdin-closed'), AGENT_STARTS_WITHIN_MS);
+  await eventually(() => agent.events().find((e) => e.event === 'stdin-closed'), FRESH_PROCESS_WITHIN_MS);
   run.sendMessage!(text('too late for this turn'));
   await eventually(async () => ((await statusOf(run)).pendingMessages === 1 ? true : undefined));
   expect(await run.result).toEqual({ output: text('only answer'), stopReason: 'completed' });

@@ -25,6 +25,7 @@ import { statusQuery } from '../../workflows/definitions';
 import {
   connectTestTemporal,
   eventually,
+  FRESH_PROCESS_WITHIN_MS,
   newService,
   startWorker,
   TestTemporal,
@@ -39,7 +40,6 @@ const CLI = resolve(__dirname, '..', '..', 'src', 'cli', 'index.ts');
  * idle machine, over 10 s beside CI's fault suites. A test runs several, one after another.
  */
 jest.setTimeout(120_000);
-const CLI_PRINTS_WITHIN_MS = 30_000;
 const scripted = createScriptedProvider({ name: uniqueName('cli'), runSettings: { resumeWindow: '1 hour' } });
 /** A tool every call of which waits for a person. */
 const deploy: SubagentTool = {
@@ -132,7 +132,7 @@ function cliRunning(args: string[]) {
           const found = lines.find(matches);
           if (found !== undefined || child.exitCode === null) return found;
           throw new Error(`the CLI exited ${child.exitCode}`);
-        }, CLI_PRINTS_WITHIN_MS);
+        }, FRESH_PROCESS_WITHIN_MS);
       } catch (err) {
         throw new Error(`${(err as Error).message} without the line; it printed:\n${lines.join('\n')}\n${stderr}`, {
           cause: err,
