@@ -771,7 +771,7 @@ const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/
 /**
  * The worker settings figure 6 compares: the workflow cache, glibc's malloc arenas (as the Docker
  * image sets them) and V8's `--optimize-for-size` (a Node option, which NODE_OPTIONS refuses). The
- * default and the Docker image's settings are also read at rest.
+ * first three are also read at rest: the default, the Docker image's, and that with a smaller cache.
  */
 const MEMORY_SETTINGS: { label: string; env: Record<string, string>; nodeArgs?: string[]; rests?: true }[] = [
   { label: 'cache 100', env: { SUBAGENT_WORKER_CACHED_RUNS: '100' }, rests: true },
@@ -780,7 +780,11 @@ const MEMORY_SETTINGS: { label: string; env: Record<string, string>; nodeArgs?: 
     env: { SUBAGENT_WORKER_CACHED_RUNS: '100', MALLOC_ARENA_MAX: '2' },
     rests: true,
   },
-  { label: 'cache 20, MALLOC_ARENA_MAX=2', env: { SUBAGENT_WORKER_CACHED_RUNS: '20', MALLOC_ARENA_MAX: '2' } },
+  {
+    label: 'cache 20, MALLOC_ARENA_MAX=2',
+    env: { SUBAGENT_WORKER_CACHED_RUNS: '20', MALLOC_ARENA_MAX: '2' },
+    rests: true,
+  },
   ...[100, 20].map((cached) => ({
     label: `cache ${cached}, MALLOC_ARENA_MAX=2, --optimize-for-size`,
     env: { SUBAGENT_WORKER_CACHED_RUNS: String(cached), MALLOC_ARENA_MAX: '2' },
