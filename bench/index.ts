@@ -49,7 +49,7 @@ const PARK_DEADLINE_MS = 180_000;
  * rest (REST_WINDOW_MS), it goes on reading it every REST_SAMPLE_MS for two minutes after none and
  * after 1,000 runs parked, and keeps the lowest: the worker at rest. The workflow thread's V8 heap
  * keeps what a burst of runs grew it to (its young generation at 32 MB, garbage in its old space)
- * for a minute or more after the burst, then gives it back at once.
+ * for up to a minute and a half after the burst, then gives it back at once.
  */
 const EARLY_READING_MS = 2000;
 const SETTLED_READING_MS = 12_000;
@@ -880,8 +880,8 @@ async function memory(address: string, service: TemporalSubagentService): Promis
     const growth = rss[2]! - rss[0]!;
     const settledGrowth = settledRss[2]! - settledRss[0]!;
     const [restNone, restParked] = rested;
-    const atRest = restNone &&
-      restParked && { none: restNone, parked: restParked, growth: restParked.mb - restNone.mb };
+    const atRest =
+      restNone && restParked ? { none: restNone, parked: restParked, growth: restParked.mb - restNone.mb } : undefined;
     figures[label] = {
       rss: readings(rss),
       rss_growth: round(growth),
