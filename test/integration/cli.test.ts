@@ -453,8 +453,9 @@ it("prints a model call's rate-limit wait while it lasts, and not once it is ove
 });
 
 it('does not show the rate-limit wait of an attempt before as the wait of the one that retried it', async () => {
-  // The first attempt is cut off 3 s into a 120 s wait; the second asks at once, and hangs.
-  const settings = { turnTimeout: '3 seconds', heartbeatTimeout: '2 seconds', retry: { initialInterval: '1 second' } };
+  // The first attempt is cut off 10 s into a 120 s wait (long enough for a CLI process to start and
+  // show it under load); the second asks at once, and hangs.
+  const settings = { turnTimeout: '10 seconds', heartbeatTimeout: '2 seconds', retry: { initialInterval: '1 second' } };
   await whileRateLimited(120, settings, async (runId) => {
     await eventually(async () => {
       const call = await pendingCall(runId);
