@@ -403,15 +403,18 @@ async function pendingCall(runId: string) {
 }
 
 /**
- * Runs an LLM child with `runSettings` whose first model call the endpoint answers 429 with a
- * Retry-After of `seconds` (and any later one not at all), waits until `subagents show` prints the
- * wait, and checks that it says until when; hands `check` the run and that time, then cancels the run.
+ * Runs an LLM child with `retry` whose first model call the endpoint answers 429 with a Retry-After
+ * of `seconds` (and any later one not at all), waits until `subagents show` prints the wait, and
+ * checks that it says until when; hands `check` the run and that time, then cancels the run. Each
+ * attempt is cut off after 10 s: long enough for a CLI process to start and show the first one's
+ * wait under load.
  */
 async function whileRateLimited(
   seconds: number,
-  runSettings: SubagentRunSettings,
+  retry: SubagentRunSettings['retry'],
   check: (runId: string, until: number) => Promise<void>,
 ): Promise<void> {
+  const runSettings = { turnTimeout: '10 seconds', heartbeatTimeout: '2 seconds', retry };
   const { provider, service, stop } = await llmChild({ name: uniqueName('cli-429'), tools: [], runSettings });
   try {
     fake.enqueue(rateLimited(seconds));
@@ -432,14 +435,8 @@ async function whileRateLimited(
 }
 
 it("prints a model call's rate-limit wait while it lasts, and not once it is over, though the attempt that waited was cut off in it", async () => {
-  // The attempt's 10 s run out within the endpoint's 15 s (long enough for a CLI process to start
-  // and show it under load); its retry waits 30 s.
-  const settings = {
-    turnTimeout: '10 seconds',
-    heartbeatTimeout: '2 seconds',
-    retry: { initialInterval: '30 seconds' },
-  };
-  await whileRateLimited(15, settings, async (runId, until) => {
+  // The attempt's 10 s run out within the endpoint's 15 s; its retry waits 30 s.
+  await whileRateLimited(15, { initialInterval: '30 seconds' }, async (runId, until) => {
     // The attempt timed out in its wait and left it in its heartbeat; once the wait is over it is none.
     await eventually(
       async () => ((await pendingCall(runId))?.attempt === 2 && Date.now() > until ? true : undefined),
@@ -453,10 +450,8 @@ it("prints a model call's rate-limit wait while it lasts, and not once it is ove
 });
 
 it('does not show the rate-limit wait of an attempt before as the wait of the one that retried it', async () => {
-  // The first attempt is cut off 10 s into a 120 s wait (long enough for a CLI process to start and
-  // show it under load); the second asks at once, and hangs.
-  const settings = { turnTimeout: '10 seconds', heartbeatTimeout: '2 seconds', retry: { initialInterval: '1 second' } };
-  await whileRateLimited(120, settings, async (runId) => {
+  // The first attempt is cut off 10 s into a 120 s wait; the second asks at once, and hangs.
+  await whileRateLimited(120, { initialInterval: '1 second' }, async (runId) => {
     await eventually(async () => {
       const call = await pendingCall(runId);
       return call && call.attempt >= 2 && call.running ? true : undefined;
