@@ -1,5 +1,6 @@
 // The resume window with the time-skipping test server: a parked run closes once its window has
 // passed (hours, skipped in a moment), and resume then fails with the typed error.
+import { Client } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { TemporalSubagentService } from '../../src';
 import { createScriptedProvider, resolveTemporalBinary } from '../../src/testing';
@@ -9,6 +10,12 @@ import { installQuietRuntime, recordingLogger, startWorker, TestTemporal, text }
 let env: TestWorkflowEnvironment;
 let stopWorker: () => Promise<void>;
 let service: TemporalSubagentService;
+/**
+ * A plain client on the test server: only `env.sleep` moves its clock. The environment's own
+ * client lets the server skip ahead while a `result()` waits, which, on a loaded machine, skipped
+ * past the resumed run's window while the first run's close was still on its way.
+ */
+let client: Client;
 const logger = recordingLogger();
 const scripted = createScriptedProvider({ runSettings: { resumeWindow: '6 hours' } });
 
@@ -25,8 +32,9 @@ beforeAll(async () => {
     close: async () => undefined,
   };
   stopWorker = await startWorker(temporal, [scripted]);
+  client = new Client({ connection: env.connection, namespace: temporal.namespace });
   // The time-skipping test server knows no custom search attributes.
-  service = new TemporalSubagentService({ client: env.client, logger, searchAttributes: false });
+  service = new TemporalSubagentService({ client, logger, searchAttributes: false });
   service.registerProvider(scripted);
 }, 60_000);
 afterAll(async () => {
@@ -45,7 +53,7 @@ it('closes a parked run when its resume window passes, and refuses resume with N
   expect((await inTime.result).stopReason).toBe('completed');
 
   await env.sleep('2 hours'); // past the first run's six hours
-  const outcome = (await env.client.workflow.getHandle(run.id).result()) as SubagentRunOutcome;
+  const outcome = (await client.workflow.getHandle(run.id).result()) as SubagentRunOutcome;
   expect(outcome.closedBy).toBe('expired');
   const late = run.resume!(text('too late'));
   await expect(late.result).rejects.toMatchObject({ code: 'NOT_RESUMABLE' });
