@@ -24,15 +24,16 @@ beforeAll(async () => {
   env = await TestWorkflowEnvironment.createTimeSkipping({
     server: { executable: { type: 'existing-path', path: resolveTemporalBinary('test-server') } },
   });
+  const namespace = env.namespace ?? 'default';
+  client = new Client({ connection: env.connection, namespace });
   const temporal: TestTemporal = {
     address: '',
-    namespace: env.namespace ?? 'default',
+    namespace,
     connection: env.nativeConnection,
-    client: env.client,
+    client,
     close: async () => undefined,
   };
   stopWorker = await startWorker(temporal, [scripted]);
-  client = new Client({ connection: env.connection, namespace: temporal.namespace });
   // The time-skipping test server knows no custom search attributes.
   service = new TemporalSubagentService({ client, logger, searchAttributes: false });
   service.registerProvider(scripted);
