@@ -28,7 +28,7 @@ import { SubagentEvents } from './events';
 import { approveRequest } from './run-approvals';
 import { runEvents } from './run-events';
 import { type ObservedOutcome, OutcomeQueryMissing, segmentOutcome } from './run-outcomes';
-import { isTaskFailing, isUnreachable, toSubagentError } from './temporal-errors';
+import { isTaskFailing, isUnreachable, isUpdateDropped, toSubagentError } from './temporal-errors';
 import { assertPayloadWithin, contentBlocks } from './validate';
 
 export interface RunHandleContext {
@@ -182,8 +182,9 @@ export class RunHandle {
           (err) => err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || err instanceof WorkflowNotFoundError,
         );
       } catch (err) {
-        // A long wait with no worker to accept the update times out the RPC; ask again.
-        if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) continue;
+        // A long wait with no worker to accept the update times out the RPC, and a workflow task
+        // that failed drops it: ask again.
+        if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isUpdateDropped(err)) continue;
         // The server answers NotFound for a closed workflow too: its history holds the result.
         if (err instanceof WorkflowNotFoundError) return this.awaitOutcome();
         throw err;
@@ -366,8 +367,9 @@ export class RunHandle {
 
   /**
    * `send`, an update with a fixed id, sent again while something holds it (the call timed out,
-   * the server is unreachable, the run's workflow task is failing) until the reconnect window has
-   * passed: the run answers it once whichever copy reaches it. Rejects with the last failure.
+   * the server is unreachable, the run's workflow task is failing, or a task that failed dropped
+   * it) until the reconnect window has passed: the run answers it once whichever copy reaches it.
+   * Rejects with the last failure.
    */
   private async resendWhileHeld<T>(send: () => Promise<T>): Promise<T> {
     const giveUpAt = Date.now() + this.context.reconnectWindowMs;
@@ -376,7 +378,10 @@ export class RunHandle {
         return await send();
       } catch (err) {
         const held =
-          err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isUnreachable(err) || isTaskFailing(err);
+          err instanceof WorkflowUpdateRPCTimeoutOrCancelledError ||
+          isUnreachable(err) ||
+          isTaskFailing(err) ||
+          isUpdateDropped(err);
         if (!held || Date.now() > giveUpAt) throw err;
         // A server that refuses at once is not asked again at once.
         await new Promise((resolve) => setTimeout(resolve, RESEND_PAUSE_MS));

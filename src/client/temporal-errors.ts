@@ -36,6 +36,20 @@ export function isTaskFailing(err: unknown): boolean {
   );
 }
 
+/**
+ * The server dropped an update because the workflow task it rode in failed on completion (a new
+ * event arrived while the worker ran it, say): the update never reached the run, and the server
+ * does not send it again. Sent again with the same update id, it does reach the run. Like a
+ * failing task's refusal, it is FAILED_PRECONDITION (WorkflowNotReady), told apart by its message.
+ */
+export function isUpdateDropped(err: unknown): boolean {
+  return causeChain(err).some(
+    (e) =>
+      (e as { code?: unknown }).code === GRPC_FAILED_PRECONDITION &&
+      /due to unexpected workflow task failure/i.test(e.message),
+  );
+}
+
 /** NOT_FOUND, from the client or a raw service call: no such workflow (or run). */
 export function isNotFound(err: unknown): boolean {
   return err instanceof WorkflowNotFoundError || grpcCodes(err).includes(GRPC_NOT_FOUND);

@@ -1,7 +1,7 @@
 // What the Temporal client throws, as the seam's typed errors: a server limit is its own code,
 // never an outage, and never retried as one.
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { isTaskFailing, isUnreachable, toSubagentError } from '../../src/client/temporal-errors';
+import { isTaskFailing, isUnreachable, isUpdateDropped, toSubagentError } from '../../src/client/temporal-errors';
 import { isStalePageToken } from '../../src/temporal/run-history';
 
 /** A gRPC error as the client surfaces it: a status code, maybe wrapped. */
@@ -34,6 +34,19 @@ it('reads a connection that broke under a call in flight as an unreachable serve
   expect(isUnreachable(broken)).toBe(true);
   expect(isUnreachable(new Error('Temporal call failed', { cause: broken }))).toBe(true);
   expect(isUnreachable(grpcError(13, 'an internal error'))).toBe(false);
+});
+
+it('tells an update that a failed workflow task dropped from a failing task and from other refused preconditions', () => {
+  // As the server aborts an update that rode in a workflow task whose completion it refused.
+  const dropped = new Error('Workflow Update failed', {
+    cause: grpcError(9, 'Unable to perform workflow execution update due to unexpected workflow task failure.'),
+  });
+  expect(isUpdateDropped(dropped)).toBe(true);
+  expect(isTaskFailing(dropped)).toBe(false);
+  expect(
+    isUpdateDropped(grpcError(9, 'Unable to perform workflow execution update due to Workflow Task in failed state.')),
+  ).toBe(false);
+  expect(isUpdateDropped(grpcError(13, 'due to unexpected workflow task failure'))).toBe(false);
 });
 
 it('tells a run whose workflow task is failing from other refused preconditions, and says what it waits for', () => {
