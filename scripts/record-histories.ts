@@ -17,7 +17,10 @@
 // v11 (every label) runs that record one patch marker for every patch (workflows/patches.ts) and
 // a small settle record as a memo change; v12 (`v12 nested-parent nested-child`) a nested run
 // that tells its parent it settled; v13 (every label) runs of the second generation, begun by a
-// worker whose build ID names it, that record no patch marker at all.
+// worker whose build ID names it, that record no patch marker at all; v14 (`v14
+// parked-nested-parent parked-nested-child`) a parked run disposed while its background nested run
+// is parked too: it closes once the server has its cancel to the nested run, which it drops from a
+// run that has closed.
 // The token limiter's workflow has versions of its own: v1 (`v1 limiter-continued limiter-ended`,
 // files `token-limiter-v1-*.json`) reservations that wait, a charge, a continue-as-new, and the end.
 import { createHash } from 'node:crypto';
@@ -36,7 +39,13 @@ import {
   textReply,
   toolCallReply,
 } from '../src/testing';
-import { bundleSubagentWorkflows, connectTemporal, createSpawnProvider, createSubagentWorker } from '../src/worker';
+import {
+  bundleSubagentWorkflows,
+  connectTemporal,
+  createDelegationTool,
+  createSpawnProvider,
+  createSubagentWorker,
+} from '../src/worker';
 import { statusQuery, tokenLimiterId } from '../workflows/definitions';
 
 const [VERSION, ...ONLY] = process.argv.slice(2);
@@ -72,15 +81,24 @@ async function main(): Promise<void> {
     endpoint: { baseURL: fake.baseURL, model: 'fake-model', maxTokens: 50, tokensPerMinute: 30_000, tokenBurst: 600 },
     tools: [],
   });
+  // An LLM child whose `subagent` tool starts a scripted run in the background.
+  const background = createSpawnProvider({
+    name: 'background',
+    endpoint: { baseURL: fake.baseURL, model: 'fake-model' },
+    tools: [
+      createDelegationTool({ provider: 'scripted', background: true, agentOptions: { script: [{ reply: 'aside' }] } }),
+    ],
+  });
   const worker = await createSubagentWorker({
     connection: temporal.connection,
-    providers: [provider, oneShot, spawn, limited],
+    providers: [provider, oneShot, spawn, limited, background],
   });
   const service = new TemporalSubagentService({ client: temporal.client });
   service.registerProvider(provider);
   service.registerProvider(oneShot);
   service.registerProvider(spawn);
   service.registerProvider(limited);
+  service.registerProvider(background);
   await worker.runUntil(async () => {
     // A run touching every handler: steering, a failing-then-retried turn, resume, dispose.
     const run = service.start('scripted', {
@@ -223,6 +241,22 @@ async function main(): Promise<void> {
     await nesting.dispose();
     await temporal.client.workflow.getHandle(nestedChild!).result();
 
+    // A parked run disposed while its background nested run is parked too: the cancel to the nested
+    // run lands before the parent closes.
+    fake.enqueue(
+      toolCallReply([{ name: 'subagent', arguments: { description: 'aside', prompt: 'on the side' } }]),
+      textReply('started it'),
+    );
+    const parkedParent = service.start('background', { prompt: text('delegate aside'), parent: { id: 'recorder' } });
+    await parkedParent.result;
+    let parkedChild: string | undefined;
+    await eventually(async () => {
+      [parkedChild] = (await temporal.client.workflow.getHandle(parkedParent.id).query(statusQuery)).children;
+      return parkedChild !== undefined && (await service.attach(parkedChild).result).stopReason === 'completed';
+    });
+    await parkedParent.dispose();
+    await temporal.client.workflow.getHandle(parkedChild!).result();
+
     // An endpoint's token limiter: calls that wait for the bucket, one whose usage is over its
     // estimate (charged the rest), a continue-as-new, and the end once the bucket is full again.
     const limitedCalls = 60;
@@ -275,6 +309,8 @@ async function main(): Promise<void> {
       ['budget', budgeted.id, undefined],
       ['nested-parent', nesting.id, undefined],
       ['nested-child', nestedChild!, undefined],
+      ['parked-nested-parent', parkedParent.id, undefined],
+      ['parked-nested-child', parkedChild!, undefined],
       // The token limiter's recordings are versioned on their own (`v1 limiter-continued limiter-ended`).
       ['limiter-continued', limiter, limiterRuns[0], 'token-limiter'],
       ['limiter-ended', limiter, limiterRuns.at(-1), 'token-limiter'],

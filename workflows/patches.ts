@@ -46,6 +46,13 @@ export type Patch = (typeof PATCHES)[keyof typeof PATCHES];
  */
 export const CHILD_SETTLED_PATCH = 'child-settled-signal';
 
+/**
+ * A run that closes while its cancels to its nested runs are on their way waits until the server
+ * has them: it drops a cancel whose sender has closed. Added after the second generation, so asked
+ * with `patched()` itself, and only by runs that close with such cancels out.
+ */
+export const NESTED_CANCELS_DELIVERED_PATCH = 'nested-cancels-delivered';
+
 /** Patch: every patch of `PATCHES` at once, with one marker (the first generation). */
 const GENERATION_2026_12 = 'patches-2026-12';
 

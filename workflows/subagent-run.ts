@@ -12,6 +12,7 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   makeContinueAsNewFunc,
+  patched,
   proxyLocalActivities,
   setHandler,
   sleep,
@@ -54,7 +55,7 @@ import {
   wakeUpdate,
 } from './definitions';
 import { Approvals, carriedMemo } from './approvals';
-import { CHILD_SETTLED_PATCH, PATCHES, runPaths } from './patches';
+import { CHILD_SETTLED_PATCH, NESTED_CANCELS_DELIVERED_PATCH, PATCHES, runPaths } from './patches';
 import {
   COST_ATTRIBUTE,
   PROVIDER_ATTRIBUTE,
@@ -380,10 +381,15 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   // a turn whose worker died stops only at its heartbeat timeout.
   CancellationScope.current().cancelRequested.catch(() => cascadeAtOnce());
 
+  /** Cascades of `cascadeAtOnce` whose cancels the server has not all taken yet. */
+  let cascadesOut = 0;
   /** Cancels the nested runs now (histories from before the patch: only once the run closes). */
   function cascadeAtOnce(): void {
     const uncancelled = [...children].some((child) => !cancelledChildren.has(child));
-    if (uncancelled && takes(PATCHES.cascadeAtOnce)) void CancellationScope.nonCancellable(cancelChildren);
+    if (uncancelled && takes(PATCHES.cascadeAtOnce)) {
+      cascadesOut++;
+      void CancellationScope.nonCancellable(cancelChildren).finally(() => cascadesOut--);
+    }
   }
 
   // A nested run tells its parent it exists, so cancelling the parent reaches it. Not awaited:
@@ -503,9 +509,13 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   phase = 'closing';
   if (indexed && parks) upsertSearchAttributes([{ key: STATUS_ATTRIBUTE, value: 'closed' }]);
   const cancelsChildren = (closedBy === 'cancelled' || closedBy === 'disposed') && children.size > 0;
+  // The server drops a cancel whose sender has closed, so the cascade must land before the close
+  // (histories from before the patch closed in the same task, and their parked nested runs stayed).
+  const awaitsCascade = cascadesOut > 0 && patched(NESTED_CANCELS_DELIVERED_PATCH);
   // Most runs have nothing to wait for here: they skip the scope, which costs no command either way.
-  if (cancelsChildren || !allHandlersFinished()) {
+  if (cancelsChildren || awaitsCascade || !allHandlersFinished()) {
     await CancellationScope.nonCancellable(async () => {
+      if (awaitsCascade) await condition(() => cascadesOut === 0);
       if (cancelsChildren) await cancelChildren();
       await condition(allHandlersFinished);
     });

@@ -43,7 +43,7 @@ describe('replay', () => {
     (file) => (file.startsWith('subagent-run-') || file.startsWith('token-limiter-')) && file.endsWith('.json'),
   );
 
-  it("has recorded histories of each shipped workflow version: the run's v1, v2 with its patched paths, v3 to v13, and the overwritten ones; the token limiter's v1", () => {
+  it("has recorded histories of each shipped workflow version: the run's v1, v2 with its patched paths, v3 to v14, and the overwritten ones; the token limiter's v1", () => {
     expect(files).toEqual(
       expect.arrayContaining([
         ...['start', 'resumed', 'structured', 'agent-loop'].map((label) => `subagent-run-v1-${label}.json`),
@@ -63,6 +63,7 @@ describe('replay', () => {
         ...V11_LABELS.map((label) => `subagent-run-v11-${label}.json`),
         ...['nested-parent', 'nested-child'].map((label) => `subagent-run-v12-${label}.json`),
         ...[...V11_LABELS, 'nested-parent', 'nested-child'].map((label) => `subagent-run-v13-${label}.json`),
+        ...['parked-nested-parent', 'parked-nested-child'].map((label) => `subagent-run-v14-${label}.json`),
         ...['continued', 'ended'].map((label) => `token-limiter-v1-${label}.json`),
         ...['start', 'resumed'].map((label) => `subagent-run-v1-${label}.ec5e0de.json`),
         ...['start', 'resumed', 'structured'].map((label) => `subagent-run-v1-${label}.d523cac.json`),
