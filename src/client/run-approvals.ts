@@ -7,12 +7,10 @@ import { type SubagentRunStatus, approveUpdate, statusQuery } from '../../workfl
 import { SubagentError } from '../seam/errors';
 import type { SubagentApprovalDecision } from '../seam/result';
 import type { SubagentApprovalAnswer } from '../seam/run';
-import { isNotFound, isUpdateDropped, toSubagentError } from './temporal-errors';
+import { isNotFound, sendAgainIfDropped, toSubagentError } from './temporal-errors';
 
 /** Deepest tree walked up from a request's run to the run answering it. */
 const MAX_TREE_DEPTH = 64;
-/** How many times an answer is sent when a failed workflow task drops it each time. */
-const MAX_SENDS = 3;
 
 /**
  * Answers request `requestId` of run `runId` or of a run below it. Resolves with the decision the
@@ -49,16 +47,15 @@ export async function approveRequest(
       'UNKNOWN_APPROVAL',
     );
   }
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await client.workflow.getHandle(asking).executeUpdate(approveUpdate, {
+  try {
+    return await sendAgainIfDropped(() =>
+      client.workflow.getHandle(asking).executeUpdate(approveUpdate, {
         args: [{ requestId, decision, ...(reason === undefined ? {} : { reason }) }],
         updateId: `approve-${requestId}`,
-      });
-    } catch (err) {
-      // A workflow task that failed dropped the answer before the run saw it: sent again, it is seen.
-      if (!isUpdateDropped(err) || attempt === MAX_SENDS) throw toSubagentError(err, asking);
-    }
+      }),
+    );
+  } catch (err) {
+    throw toSubagentError(err, asking);
   }
 }
 

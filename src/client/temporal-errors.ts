@@ -50,6 +50,20 @@ export function isUpdateDropped(err: unknown): boolean {
   );
 }
 
+/** How many times `sendAgainIfDropped` sends an update that a failed workflow task drops each time. */
+const MAX_SENDS = 3;
+
+/** `send`, an update, sent again (up to three times in all) while a failed workflow task drops it. */
+export async function sendAgainIfDropped<T>(send: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await send();
+    } catch (err) {
+      if (!isUpdateDropped(err) || attempt === MAX_SENDS) throw err;
+    }
+  }
+}
+
 /** NOT_FOUND, from the client or a raw service call: no such workflow (or run). */
 export function isNotFound(err: unknown): boolean {
   return err instanceof WorkflowNotFoundError || grpcCodes(err).includes(GRPC_NOT_FOUND);

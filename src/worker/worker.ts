@@ -21,6 +21,7 @@ import {
 } from '../../workflows/definitions';
 import { GENERATION, GENERATION_DECLARATION } from '../../workflows/patches';
 import { TemporalSubagentService } from '../client/service';
+import { sendAgainIfDropped } from '../client/temporal-errors';
 import { budgetOf } from '../client/validate';
 import { narrowBudget } from '../seam/budget';
 import { defaultTaskQueue, modelTaskQueue } from '../seam/constants';
@@ -163,10 +164,12 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
     fetchPendingMessages: (runId) => client.workflow.getHandle(runId).query(pendingMessagesQuery),
     recordPermission: (runId, decision) => client.workflow.getHandle(runId).signal(permissionDecidedSignal, decision),
     requestApproval: async (runId, args, signal) => {
-      const update = await client.workflow.getHandle(runId).startUpdate(requestApprovalUpdate, {
-        args: [args],
-        waitForStage: WorkflowUpdateStage.ACCEPTED,
-      });
+      const update = await sendAgainIfDropped(() =>
+        client.workflow.getHandle(runId).startUpdate(requestApprovalUpdate, {
+          args: [args],
+          waitForStage: WorkflowUpdateStage.ACCEPTED,
+        }),
+      );
       return abortable(update.result(), signal);
     },
     publishText: (runId, delta) => client.workflow.getHandle(runId).signal(textDeltaSignal, delta),
@@ -179,15 +182,17 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
     },
     // The provider's one limiter, started on its queue by the first call that finds none running.
     reserveTokens: (provider, args) =>
-      client.workflow.executeUpdateWithStart(reserveTokensUpdate, {
-        args: [args],
-        startWorkflowOperation: new WithStartWorkflowOperation(TOKEN_LIMITER_WORKFLOW, {
-          workflowId: tokenLimiterId(provider),
-          taskQueue: queueOf(provider),
-          args: [{}],
-          workflowIdConflictPolicy: 'USE_EXISTING',
+      sendAgainIfDropped(() =>
+        client.workflow.executeUpdateWithStart(reserveTokensUpdate, {
+          args: [args],
+          startWorkflowOperation: new WithStartWorkflowOperation(TOKEN_LIMITER_WORKFLOW, {
+            workflowId: tokenLimiterId(provider),
+            taskQueue: queueOf(provider),
+            args: [{}],
+            workflowIdConflictPolicy: 'USE_EXISTING',
+          }),
         }),
-      }),
+      ),
     chargeTokens: async (provider, args) => {
       await client.workflow.signalWithStart(TOKEN_LIMITER_WORKFLOW, {
         workflowId: tokenLimiterId(provider),

@@ -1,7 +1,13 @@
 // What the Temporal client throws, as the seam's typed errors: a server limit is its own code,
 // never an outage, and never retried as one.
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { isTaskFailing, isUnreachable, isUpdateDropped, toSubagentError } from '../../src/client/temporal-errors';
+import {
+  isTaskFailing,
+  isUnreachable,
+  isUpdateDropped,
+  sendAgainIfDropped,
+  toSubagentError,
+} from '../../src/client/temporal-errors';
 import { isStalePageToken } from '../../src/temporal/run-history';
 
 /** A gRPC error as the client surfaces it: a status code, maybe wrapped. */
@@ -47,6 +53,28 @@ it('tells an update that a failed workflow task dropped from a failing task and 
     isUpdateDropped(grpcError(9, 'Unable to perform workflow execution update due to Workflow Task in failed state.')),
   ).toBe(false);
   expect(isUpdateDropped(grpcError(13, 'due to unexpected workflow task failure'))).toBe(false);
+});
+
+it('sends an update again while a failed workflow task drops it, three times in all, and nothing else again', async () => {
+  const dropped = grpcError(9, 'Unable to perform workflow execution update due to unexpected workflow task failure.');
+  const sends = (failures: Error[]) => {
+    let count = 0;
+    const send = async () => {
+      const failure = failures[count++];
+      if (failure) throw failure;
+      return 'answered';
+    };
+    return { send, count: () => count };
+  };
+  const once = sends([dropped]);
+  await expect(sendAgainIfDropped(once.send)).resolves.toBe('answered');
+  expect(once.count()).toBe(2);
+  const always = sends([dropped, dropped, dropped, dropped]);
+  await expect(sendAgainIfDropped(always.send)).rejects.toBe(dropped);
+  expect(always.count()).toBe(3);
+  const other = sends([grpcError(9, 'some other precondition')]);
+  await expect(sendAgainIfDropped(other.send)).rejects.toThrow('some other precondition');
+  expect(other.count()).toBe(1);
 });
 
 it('tells a run whose workflow task is failing from other refused preconditions, and says what it waits for', () => {
