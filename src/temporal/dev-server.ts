@@ -86,15 +86,37 @@ const DEFAULT_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
   ...SERVER_SETTINGS,
 };
 
+/** How many times a start is tried when a port it was to bind was taken meanwhile. */
+const MAX_LAUNCHES = 3;
+
 /**
  * Starts `temporal server start-dev` and resolves once its frontend answers for the namespace.
  * Rejects with `SubagentError('UNAVAILABLE')` if the binary is missing, exits early or does not
  * answer within `startTimeoutMs` (the process is killed then). The caller must `stop()` it.
+ *
+ * A port is picked free and bound a moment later, by the server: the frontend's here, its other
+ * services' by the CLI. Another process may bind one in between (an outgoing connection's
+ * ephemeral port, say). A start that fails so is tried again, up to three times in all, with
+ * fresh picks, unless the port taken is one the caller chose.
  */
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
-  const binary = options.binaryPath ?? resolveTemporalBinary('cli');
   const ip = options.ip ?? '127.0.0.1';
-  const port = options.port ?? (await freePort(ip));
+  const chosen = [options.port, options.uiPort, options.metricsPort];
+  for (let attempt = 1; ; attempt++) {
+    const launched = await launch(options, ip, options.port ?? (await freePort(ip)));
+    if (!('failure' in launched)) return launched;
+    const { failure, takenPort } = launched;
+    if (takenPort === undefined || chosen.includes(takenPort) || attempt === MAX_LAUNCHES) throw failure;
+  }
+}
+
+/** One start of the dev server on frontend port `port`: the server, or why it did not start. */
+async function launch(
+  options: DevServerOptions,
+  ip: string,
+  port: number,
+): Promise<DevServer | { failure: SubagentError; takenPort?: number }> {
+  const binary = options.binaryPath ?? resolveTemporalBinary('cli');
   const namespace = options.namespace ?? 'default';
   const args = ['server', 'start-dev', '--ip', ip, '--port', String(port), '--namespace', namespace];
   for (const extra of options.extraNamespaces ?? []) args.push('--namespace', extra);
@@ -130,21 +152,26 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     return stopping;
   };
 
+  // Stops the polling of a start that failed otherwise (the process exited, say).
+  const polling = new AbortController();
   try {
     await Promise.race([
-      waitUntilServing(address, namespace, options.startTimeoutMs ?? 30_000),
+      waitUntilServing(address, namespace, options.startTimeoutMs ?? 30_000, polling.signal),
       spawnError,
       exited.then(() => {
         throw new Error(`exited with code ${child.exitCode}`);
       }),
     ]);
   } catch (err) {
+    polling.abort();
     await stop(0);
-    throw new SubagentError(
+    const failure = new SubagentError(
       `temporal dev server at ${address} did not start: ${(err as Error).message}\n${stderrTail.trim()}`,
       'UNAVAILABLE',
       { cause: err },
     );
+    const taken = /listen tcp \S*:(\d+): bind: address already in use/.exec(stderrTail);
+    return taken ? { failure, takenPort: Number(taken[1]) } : { failure };
   }
   return {
     address,
@@ -193,10 +220,15 @@ export function freePort(ip = '127.0.0.1'): Promise<number> {
   });
 }
 
-async function waitUntilServing(address: string, namespace: string, timeoutMs: number): Promise<void> {
+async function waitUntilServing(
+  address: string,
+  namespace: string,
+  timeoutMs: number,
+  signal: AbortSignal,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
-  while (Date.now() < deadline) {
+  while (Date.now() < deadline && !signal.aborted) {
     let connection: Connection | undefined;
     try {
       connection = await Connection.connect({ address, connectTimeout: 1000 });

@@ -1,8 +1,8 @@
 // The embedded default: the real `temporal server start-dev`, started on a free loopback port,
 // answering, keeping runs in its SQLite file across a restart, reading the search attributes'
 // definitions from its cache, and stopped cleanly.
-import { mkdtempSync } from 'node:fs';
-import { connect } from 'node:net';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -101,6 +101,45 @@ describe('startDevServer', () => {
     } finally {
       await connection.close();
       await server.stop();
+    }
+  });
+
+  it('starts again with fresh ports when one it was to bind was taken meanwhile, and not when the caller chose it', async () => {
+    // A stand-in for the CLI whose first start finds a port taken, as a race with another process
+    // would (the CLI picks its internal services' ports itself); then the real CLI.
+    const dir = mkdtempSync(join(tmpdir(), 'subagent-port-race-'));
+    const racing = join(dir, 'temporal');
+    writeFileSync(
+      racing,
+      [
+        '#!/bin/sh',
+        `if [ ! -e "${dir}/raced" ]; then`,
+        `  touch "${dir}/raced"`,
+        '  echo \'level=ERROR msg="Failed to start gRPC listener" error="listen tcp 127.0.0.1:1: bind: address already in use"\' >&2',
+        '  exit 2',
+        'fi',
+        `exec "${resolveTemporalBinary('cli')}" "$@"`,
+      ].join('\n'),
+      { mode: 0o755 },
+    );
+    const server = await startDevServer({ binaryPath: racing });
+    try {
+      expect(existsSync(join(dir, 'raced'))).toBe(true);
+      expect(await portAnswers(server.port)).toBe(true);
+    } finally {
+      await server.stop();
+    }
+    // A port the caller chose and another process holds is not picked again.
+    const holder = createServer((socket) => socket.destroy());
+    await new Promise<void>((listening) => holder.listen(0, '127.0.0.1', listening));
+    const held = (holder.address() as { port: number }).port;
+    try {
+      await expect(startDevServer({ port: held })).rejects.toMatchObject({
+        code: 'UNAVAILABLE',
+        message: expect.stringContaining(`127.0.0.1:${held}: bind: address already in use`),
+      });
+    } finally {
+      await new Promise((closed) => holder.close(closed));
     }
   });
 
