@@ -19,8 +19,8 @@
 // that tells its parent it settled; v13 (every label) runs of the second generation, begun by a
 // worker whose build ID names it, that record no patch marker at all; v14 (`v14
 // parked-nested-parent parked-nested-child`) a parked run disposed while its background nested run
-// is parked too: it closes once the server has its cancel to the nested run, which it drops from a
-// run that has closed.
+// is parked too: it closes only once the server has its cancel to the nested run (the server drops
+// a cancel whose sender has closed).
 // The token limiter's workflow has versions of its own: v1 (`v1 limiter-continued limiter-ended`,
 // files `token-limiter-v1-*.json`) reservations that wait, a charge, a continue-as-new, and the end.
 import { createHash } from 'node:crypto';

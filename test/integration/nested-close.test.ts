@@ -1,11 +1,10 @@
-// A run that closes cancels its nested runs, parked ones included, and the cancels land before it
-// closes: the server drops a cancel whose sender has already closed. The nested runs here are
+// A run cancelled or disposed cancels its nested runs, parked ones included, and the cancels land
+// before it closes: the server drops a cancel whose sender has already closed. The nested runs here are
 // background delegations, which outlive the step that started them and park when they settle.
 import type { SubagentRun } from '../../src';
 import { type FakeOpenAI, startFakeOpenAI, textReply, toolCallReply } from '../../src/testing';
 import { createDelegationTool, createSpawnProvider } from '../../src/worker';
-import type { SubagentRunOutcome, SubagentRunStatus } from '../../workflows/definitions';
-import { statusQuery } from '../../workflows/definitions';
+import { type SubagentRunOutcome, type SubagentRunStatus, statusQuery } from '../../workflows/definitions';
 import {
   type TestTemporal,
   connectTestTemporal,
