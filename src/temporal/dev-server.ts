@@ -1,6 +1,7 @@
 // The embedded default: the real Temporal server (`temporal server start-dev`, SQLite under .data/)
 // started by the project itself, on 127.0.0.1 and a free port, and stopped cleanly.
 import { ChildProcess, spawn } from 'node:child_process';
+import { randomInt } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
@@ -218,6 +219,24 @@ export function freePort(ip = '127.0.0.1'): Promise<number> {
       server.close(() => resolvePort(port));
     });
   });
+}
+
+/**
+ * A port below 32768 that was free on `ip` a moment ago. The kernel's ephemeral ports (which
+ * `freePort` returns) start above it, so no outgoing connection takes it between this pick and a
+ * server's bind, nor while a server restarts on it. (PostgreSQL keeps a cluster's membership ports
+ * in a smallint column besides.)
+ */
+export async function freePortBelowEphemeral(ip = '127.0.0.1'): Promise<number> {
+  for (;;) {
+    const port = 20_000 + randomInt(12_000);
+    const free = await new Promise<boolean>((resolvePort) => {
+      const server = createServer();
+      server.once('error', () => resolvePort(false));
+      server.listen(port, ip, () => server.close(() => resolvePort(true)));
+    });
+    if (free) return port;
+  }
 }
 
 async function waitUntilServing(

@@ -4,13 +4,12 @@
 // (one host or more), matching and worker run as processes of their own on loopback, with stock
 // dynamic configuration, on a PostgreSQL server of the cluster's own under its directory.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { randomInt } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { join, resolve } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
-import { SERVER_SETTINGS, freePort } from '../temporal/dev-server';
+import { SERVER_SETTINGS, freePortBelowEphemeral } from '../temporal/dev-server';
 import { ensureSearchAttributes } from '../temporal/search-attributes';
 import { type PostgresServer, startPostgres } from './postgres';
 
@@ -180,9 +179,9 @@ export async function startCluster(options: ClusterOptions): Promise<TemporalClu
     ports.set(
       instance,
       kept?.instances[instance] ?? {
-        grpc: await distinct(freePort),
-        membership: await distinct(membershipPort),
-        ...(service === 'frontend' ? { http: await distinct(freePort) } : {}),
+        grpc: await distinct(freePortBelowEphemeral),
+        membership: await distinct(freePortBelowEphemeral),
+        ...(service === 'frontend' ? { http: await distinct(freePortBelowEphemeral) } : {}),
       },
     );
   }
@@ -294,22 +293,6 @@ export function distinctPorts(taken: Iterable<number> = []): (pick: () => Promis
       return port;
     }
   };
-}
-
-/**
- * A free port below 32768 for membership: PostgreSQL keeps it in a smallint column, and the
- * kernel's ephemeral ports (which `freePort` returns) start above it.
- */
-async function membershipPort(): Promise<number> {
-  for (;;) {
-    const port = 20_000 + randomInt(12_000);
-    const free = await new Promise<boolean>((resolvePort) => {
-      const server = createServer();
-      server.once('error', () => resolvePort(false));
-      server.listen(port, '127.0.0.1', () => server.close(() => resolvePort(true)));
-    });
-    if (free) return port;
-  }
 }
 
 /** The server configuration of one service process: its own ports, everyone's database. */

@@ -6,7 +6,7 @@ import { chownSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { freePort } from '../temporal/dev-server';
+import { freePortBelowEphemeral } from '../temporal/dev-server';
 
 export interface PostgresServer {
   /** `postgres://postgres@127.0.0.1:<port>/postgres`: trust authentication, loopback only. */
@@ -63,7 +63,7 @@ export async function startPostgres(options: {
       stdio: 'ignore',
     });
   }
-  const port = options.port ?? (await freePort());
+  const port = options.port ?? (await freePortBelowEphemeral());
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();

@@ -1,12 +1,13 @@
 // The embedded default: the real `temporal server start-dev`, started on a free loopback port,
 // answering, keeping runs in its SQLite file across a restart, reading the search attributes'
 // definitions from its cache, and stopped cleanly.
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { freePort, resolveTemporalBinary, startDevServer } from '../../src/testing';
+import { freePortBelowEphemeral } from '../../src/temporal/dev-server';
 import { eventually } from '../helpers/temporal';
 import { DEPTH_ATTRIBUTE, PROVIDER_ATTRIBUTE, STATUS_ATTRIBUTE } from '../../workflows/search-attributes';
 
@@ -141,6 +142,15 @@ describe('startDevServer', () => {
     } finally {
       await new Promise((closed) => holder.close(closed));
     }
+  });
+
+  it("picks a port for a server that restarts on it below the kernel's ephemeral range, and free", async () => {
+    const [low] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    const port = await freePortBelowEphemeral();
+    expect(port).toBeLessThan(low!);
+    const server = createServer();
+    await new Promise<void>((listening) => server.listen(port, '127.0.0.1', listening));
+    await new Promise((closed) => server.close(closed));
   });
 
   it('fails with UNAVAILABLE and the reason when the binary does not exist', async () => {
