@@ -30,10 +30,7 @@ export function isUnreachable(err: unknown): boolean {
  * of its own (FAILED_PRECONDITION, WorkflowNotReady), so its message is what tells it apart.
  */
 export function isTaskFailing(err: unknown): boolean {
-  return causeChain(err).some(
-    (e) =>
-      (e as { code?: unknown }).code === GRPC_FAILED_PRECONDITION && /Workflow Task in failed state/i.test(e.message),
-  );
+  return notReadyBecause(err, /Workflow Task in failed state/i);
 }
 
 /**
@@ -43,10 +40,13 @@ export function isTaskFailing(err: unknown): boolean {
  * failing task's refusal, it is FAILED_PRECONDITION (WorkflowNotReady), told apart by its message.
  */
 export function isUpdateDropped(err: unknown): boolean {
+  return notReadyBecause(err, /due to unexpected workflow task failure/i);
+}
+
+/** A FAILED_PRECONDITION (the server's WorkflowNotReady) in the cause chain whose message says `reason`. */
+function notReadyBecause(err: unknown, reason: RegExp): boolean {
   return causeChain(err).some(
-    (e) =>
-      (e as { code?: unknown }).code === GRPC_FAILED_PRECONDITION &&
-      /due to unexpected workflow task failure/i.test(e.message),
+    (e) => (e as { code?: unknown }).code === GRPC_FAILED_PRECONDITION && reason.test(e.message),
   );
 }
 
