@@ -236,13 +236,15 @@ export class RunHandle {
       .catch((err: unknown) => {
         // The run may have closed meanwhile: then there is nothing left to cancel.
         if (toSubagentError(err, this.init.runId).code !== 'UNKNOWN_RUN') {
-          this.reportBackgroundFailure('cancel', err);
+          this.reportFailure('cancel', err);
         }
       });
   }
 
+  /** Callers at the same time share one dispose; one that failed may be called again. */
   private dispose(): Promise<void> {
-    this.disposing ??= (async () => {
+    if (this.disposing) return this.disposing;
+    const disposing = (async () => {
       this.disposed = true;
       // A dispose in the same tick as start() makes the run begin already disposed.
       if (!this.begun) this.stopAtStart ??= 'disposed';
@@ -265,11 +267,15 @@ export class RunHandle {
         );
         if (disposed) await this.handle.result();
       } catch (err) {
-        if (!(err instanceof WorkflowNotFoundError)) throw toSubagentError(err, this.init.runId);
+        // Logged as well as thrown: callers dispose in a `finally`, where many drop what it throws.
+        if (!(err instanceof WorkflowNotFoundError)) throw this.reportFailure('dispose', err);
       }
       await this.run.result.catch(() => undefined);
     })();
-    return this.disposing;
+    disposing.catch(() => {
+      if (this.disposing === disposing) this.disposing = undefined;
+    });
+    return (this.disposing = disposing);
   }
 
   private sendMessage(content: ContentBlock[]): void {
@@ -300,7 +306,7 @@ export class RunHandle {
         (err) => err instanceof WorkflowNotFoundError,
       );
     } catch (err) {
-      const error = this.reportBackgroundFailure('sendMessage', err);
+      const error = this.reportFailure('sendMessage', err);
       this.context.events.emitContained('subagent/message-undelivered', {
         provider: this.init.provider,
         id: this.init.runId,
@@ -398,7 +404,7 @@ export class RunHandle {
     this.handle.executeUpdate(wakeUpdate).catch(() => undefined);
   }
 
-  private reportBackgroundFailure(operation: string, err: unknown): SubagentError {
+  private reportFailure(operation: string, err: unknown): SubagentError {
     const error = toSubagentError(err, this.init.runId);
     this.context.logger.warn(`subagent: ${operation} on run ${this.init.runId} failed: ${error.message}`, {
       runId: this.init.runId,

@@ -146,7 +146,7 @@ export function createSubagentResultTool(
         else context.signal?.addEventListener('abort', stop, { once: true });
       });
       const outcome = await Promise.race([settle(run, config), stopped]);
-      if (!gaveUp) await run.dispose().catch(() => undefined);
+      if (!gaveUp) await run.dispose().catch(() => undefined); // the run logs a failed dispose
       return outcome;
     },
   };
@@ -258,7 +258,7 @@ export async function delegate(
   } finally {
     await watching?.stop();
     signal?.removeEventListener('abort', onAbort);
-    await run.dispose().catch(() => undefined);
+    await run.dispose().catch(() => undefined); // the run logs a failed dispose
   }
 }
 

@@ -19,6 +19,7 @@ import {
   connectTestTemporal,
   eventually,
   newService,
+  recordingLogger,
   TestTemporal,
   text,
   turnGates,
@@ -149,7 +150,8 @@ it('delivers a message sent while the server is down once it is back, past the c
 
 it('reports a message given up on after the reconnect window through subagent/message-undelivered, content and all', async () => {
   const worker = await startWorker();
-  const impatient = newService(temporal, { reconnectWindowMs: 1000 });
+  const logger = recordingLogger();
+  const impatient = newService(temporal, { reconnectWindowMs: 1000, logger });
   impatient.registerProvider(createScriptedProvider({ name, runSettings }));
   const undelivered: SubagentMessageUndeliveredInfo[] = [];
   impatient.on('subagent/message-undelivered', (info) => undelivered.push(info));
@@ -165,9 +167,14 @@ it('reports a message given up on after the reconnect window through subagent/me
     const [info] = await eventually(() => (undelivered.length > 0 ? undelivered : undefined), 60_000);
     expect(info).toMatchObject({ provider: name, id: run.id, segment: 0, content: text('lost unless reported') });
     expect(info!.error.code).toBe('UNAVAILABLE');
+    // A dispose given up on is logged as well as thrown: the delegation tool drops what it throws.
+    await expect(run.dispose()).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    expect(logger.warnings).toContainEqual(expect.stringContaining(`dispose on run ${run.id} failed`));
   } finally {
     server = await startServer();
   }
+  // A dispose that failed may be called again.
   await run.dispose();
+  expect((await temporal.client.workflow.getHandle(run.id).describe()).status.name).toBe('COMPLETED');
   await worker.kill();
 }, 120_000);
