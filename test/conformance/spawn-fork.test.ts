@@ -13,30 +13,11 @@ import {
 } from '../../src/worker';
 import { exportAudit } from '../../src/audit';
 import { runStarted, type SubagentRun, type SubagentRunEndInfo, type SubagentSessionEvent } from '../../src';
-import {
-  errorReply,
-  FakeOpenAI,
-  hangReply,
-  refusalReply,
-  startFakeOpenAI,
-  textReply,
-  toolCallReply,
-} from '../../src/testing';
+import { errorReply, hangReply, refusalReply, textReply, toolCallReply } from '../../src/testing';
 import { runContextQuery, statusQuery } from '../../workflows/definitions';
-import {
-  connectTestTemporal,
-  eventually,
-  newService,
-  startWorker,
-  TestTemporal,
-  text,
-  uniqueName,
-} from '../helpers/temporal';
+import { fakeModelHarness } from '../helpers/fake-model';
+import { eventually, newService, text, uniqueName } from '../helpers/temporal';
 
-let temporal: TestTemporal;
-let fake: FakeOpenAI;
-let stopWorker: () => Promise<void>;
-let service: ReturnType<typeof newService>;
 const cwd = mkdtempSync(join(tmpdir(), 'subagent-llm-'));
 writeFileSync(join(cwd, 'notes.txt'), 'the answer is 42\n');
 mkdirSync(join(cwd, 'src'));
@@ -45,60 +26,45 @@ const outside = mkdtempSync(join(tmpdir(), 'subagent-outside-'));
 writeFileSync(join(outside, 'secret.txt'), 'do not read\n');
 
 const settings = { retry: { initialInterval: '100 ms' }, maxStepsPerTurn: 250 };
-let spawn: ReturnType<typeof createSpawnProvider>;
-let fork: ReturnType<typeof createForkProvider>;
-/** A spawn child whose file tools are not inline: each call is an activity of its own. */
-let activityTools: ReturnType<typeof createSpawnProvider>;
-
-beforeAll(async () => {
-  temporal = await connectTestTemporal();
-  fake = await startFakeOpenAI();
-  const endpoint = { baseURL: fake.baseURL, apiKey: 'test-key', model: 'fake-model' };
-  spawn = createSpawnProvider({ name: uniqueName('spawn'), endpoint, runSettings: settings });
-  fork = createForkProvider({ name: uniqueName('fork'), endpoint, runSettings: settings });
-  activityTools = createSpawnProvider({
-    name: uniqueName('activity-tools'),
-    endpoint,
-    runSettings: settings,
-    tools: [
-      ...builtinFileTools().map((tool) => ({ ...tool, inline: false })),
-      {
-        name: 'explode',
-        description: 'Always fails.',
-        parameters: { type: 'object', properties: {} },
-        inline: true,
-        execute: () => Promise.reject(new Error('boom')),
-      },
-    ],
-  });
-  stopWorker = await startWorker(temporal, [spawn, fork, activityTools], { heartbeatIntervalMs: 200 });
-  service = newService(temporal);
-  service.registerProvider(spawn);
-  service.registerProvider(fork);
-  service.registerProvider(activityTools);
-});
-afterAll(async () => {
-  await stopWorker?.();
-  await fake?.close();
-  await temporal?.close();
-});
-// A failed test's unused replies would answer the next test's model calls.
-afterEach(() => {
-  fake.discardQueued();
-});
+const harness = fakeModelHarness(
+  (fakeEndpoint) => {
+    const endpoint = { ...fakeEndpoint, apiKey: 'test-key' };
+    return {
+      spawn: createSpawnProvider({ name: uniqueName('spawn'), endpoint, runSettings: settings }),
+      fork: createForkProvider({ name: uniqueName('fork'), endpoint, runSettings: settings }),
+      /** A spawn child whose file tools are not inline: each call is an activity of its own. */
+      activityTools: createSpawnProvider({
+        name: uniqueName('activity-tools'),
+        endpoint,
+        runSettings: settings,
+        tools: [
+          ...builtinFileTools().map((tool) => ({ ...tool, inline: false })),
+          {
+            name: 'explode',
+            description: 'Always fails.',
+            parameters: { type: 'object', properties: {} },
+            inline: true,
+            execute: () => Promise.reject(new Error('boom')),
+          },
+        ],
+      }),
+    };
+  },
+  { worker: { heartbeatIntervalMs: 200 } },
+);
 
 const parent = { id: 'parent', session: { header: { id: 'parent-session', cwd } } };
 const startSpawn = (prompt: string, extra: object = {}) =>
-  service.start(spawn.name, { prompt: text(prompt), parent, ...extra });
+  harness.service.start(harness.providers.spawn.name, { prompt: text(prompt), parent, ...extra });
 /** Requests this test made: the fake records every request in order. */
 function mark() {
-  const from = fake.requests.length;
-  return () => fake.requests.slice(from);
+  const from = harness.fake.requests.length;
+  return () => harness.fake.requests.slice(from);
 }
-const messagesOf = (index: number, since: () => typeof fake.requests) =>
+const messagesOf = (index: number, since: () => typeof harness.fake.requests) =>
   since()[index]!.body.messages as { role: string; content: string | null; tool_call_id?: string }[];
 const activityTypes = async (run: SubagentRun) => {
-  const history = await temporal.client.workflow.getHandle(run.id).fetchHistory();
+  const history = await harness.temporal.client.workflow.getHandle(run.id).fetchHistory();
   return history.events!.flatMap((event) =>
     event.activityTaskScheduledEventAttributes ? [event.activityTaskScheduledEventAttributes.activityType!.name!] : [],
   );
@@ -107,7 +73,7 @@ const activityTypes = async (run: SubagentRun) => {
 describe('§7.5 spawn', () => {
   it('§7.5 a fresh child completes with its text; its request holds the system prompt, its own prompt and the file tools, and no structured_output', async () => {
     const since = mark();
-    fake.enqueue(textReply('hello back', { usage: { prompt: 12, completion: 3 } }));
+    harness.fake.enqueue(textReply('hello back', { usage: { prompt: 12, completion: 3 } }));
     const run = startSpawn('say hello');
     expect(await run.result).toEqual({ output: text('hello back'), stopReason: 'completed' });
     const [request] = since();
@@ -123,15 +89,15 @@ describe('§7.5 spawn', () => {
       'list_directory',
       'search_text',
     ]);
-    expect(await temporal.client.workflow.getHandle(run.id).query(statusQuery)).toMatchObject({
+    expect(await harness.status(run.id)).toMatchObject({
       usage: { promptTokens: 12, completionTokens: 3 },
     });
     await run.dispose();
   });
 
   it('refuses at start with INVALID_CONFIG when no model is named anywhere, and starts once the request names one', async () => {
-    const unnamed = createSpawnProvider({ name: uniqueName('no-model'), endpoint: { baseURL: fake.baseURL } });
-    const bare = newService(temporal);
+    const unnamed = createSpawnProvider({ name: uniqueName('no-model'), endpoint: { baseURL: harness.fake.baseURL } });
+    const bare = newService(harness.temporal);
     bare.registerProvider(unnamed);
     expect(() => bare.start(unnamed.name, { prompt: text('x'), parent })).toThrow(
       expect.objectContaining({
@@ -147,16 +113,16 @@ describe('§7.5 spawn', () => {
     for (const run of [named, fromParent]) {
       run.result.catch(() => undefined);
       await runStarted(run);
-      await temporal.client.workflow.getHandle(run.id).terminate('only the start was under test');
+      await harness.temporal.client.workflow.getHandle(run.id).terminate('only the start was under test');
     }
   });
 
   it("§7.5 the child is a session of its own whose parent session is the parent's, in the parent's cwd, at depth parent + 1", async () => {
-    fake.enqueue(textReply('own session'));
+    harness.fake.enqueue(textReply('own session'));
     const run = startSpawn('who am I');
     await run.result;
-    const { request } = await temporal.client.workflow.getHandle(run.id).query(runContextQuery);
-    expect(run.id).toMatch(new RegExp(`^subagent-${spawn.name}:`));
+    const { request } = await harness.temporal.client.workflow.getHandle(run.id).query(runContextQuery);
+    expect(run.id).toMatch(new RegExp(`^subagent-${harness.providers.spawn.name}:`));
     expect(request.parent).toMatchObject({ agentId: 'parent', sessionId: 'parent-session', cwd, depth: 0 });
     expect(request.depth).toBe(1);
     await run.dispose();
@@ -183,7 +149,7 @@ describe('§7.5 spawn', () => {
 
   it('§7.5 aborting the request signal while the model call hangs settles aborted', async () => {
     const since = mark();
-    fake.enqueue(hangReply());
+    harness.fake.enqueue(hangReply());
     const controller = new AbortController();
     const run = startSpawn('hang', { signal: controller.signal });
     await waitFor(() => since().length === 1);
@@ -195,6 +161,7 @@ describe('§7.5 spawn', () => {
 
   it("§7.5 spawn and fork declare outputSchema, depthLimit and toolFilter (the seam's spawn has no toolFilter; these children filter their tools)", () => {
     const all = { outputSchema: true, depthLimit: true, toolFilter: true };
+    const { spawn, fork } = harness.providers;
     expect([spawn.capabilities, fork.capabilities]).toEqual([all, all]);
     expect([spawn.inheritsParentContext, fork.inheritsParentContext]).toEqual([false, true]);
   });
@@ -202,8 +169,8 @@ describe('§7.5 spawn', () => {
   it('§7.5 request.agentOptions.model is used over the configured model, and usage is reported in subagent/end', async () => {
     const since = mark();
     const ends: SubagentRunEndInfo[] = [];
-    const off = service.on('subagent/end', (info) => ends.push(info));
-    fake.enqueue(textReply('ok', { usage: { prompt: 7, completion: 2 } }));
+    const off = harness.service.on('subagent/end', (info) => ends.push(info));
+    harness.fake.enqueue(textReply('ok', { usage: { prompt: 7, completion: 2 } }));
     const run = startSpawn('which model?', { agentOptions: { model: 'deepseek-chat' } });
     await run.result;
     await Promise.resolve();
@@ -215,7 +182,7 @@ describe('§7.5 spawn', () => {
 
   it('runs an inline tool (the built-in read_file) inside the model call, hands its result to the next call, and records the call in the audit and the events', async () => {
     const since = mark();
-    fake.enqueue(
+    harness.fake.enqueue(
       toolCallReply([{ id: 'call-read', name: 'read_file', arguments: { path: 'notes.txt' } }]),
       textReply('it says 42'),
     );
@@ -228,7 +195,7 @@ describe('§7.5 spawn', () => {
     });
     // No activity of its own: one model call answered it, the next read its result.
     expect(await activityTypes(run)).toEqual(['subagentModelCall', 'subagentModelCall']);
-    const audit = await exportAudit(temporal.client, run.id);
+    const audit = await exportAudit(harness.temporal.client, run.id);
     expect(audit.filter((record) => record.type === 'tool.call').map((record) => record.data)).toEqual([
       {
         tool: 'read_file',
@@ -252,11 +219,14 @@ describe('§7.5 spawn', () => {
 
   it('runs a tool that is not inline as an activity named after the tool and hands its result to the next model call', async () => {
     const since = mark();
-    fake.enqueue(
+    harness.fake.enqueue(
       toolCallReply([{ id: 'call-read', name: 'read_file', arguments: { path: 'notes.txt' } }]),
       textReply('it says 42'),
     );
-    const run = service.start(activityTools.name, { prompt: text('what do the notes say?'), parent });
+    const run = harness.service.start(harness.providers.activityTools.name, {
+      prompt: text('what do the notes say?'),
+      parent,
+    });
     expect(await run.result).toEqual({ output: text('it says 42'), stopReason: 'completed' });
     const messages = messagesOf(1, since);
     expect(messages.at(-2)).toMatchObject({
@@ -274,8 +244,8 @@ describe('§7.5 spawn', () => {
 
   it('answers an inline tool that rejects with an error result the model reads, and goes on', async () => {
     const since = mark();
-    fake.enqueue(toolCallReply([{ id: 'call-x', name: 'explode', arguments: {} }]), textReply('it broke'));
-    const run = service.start(activityTools.name, { prompt: text('try it'), parent });
+    harness.fake.enqueue(toolCallReply([{ id: 'call-x', name: 'explode', arguments: {} }]), textReply('it broke'));
+    const run = harness.service.start(harness.providers.activityTools.name, { prompt: text('try it'), parent });
     expect(await run.result).toEqual({ output: text('it broke'), stopReason: 'completed' });
     expect(messagesOf(1, since).at(-1)).toMatchObject({
       role: 'tool',
@@ -288,7 +258,7 @@ describe('§7.5 spawn', () => {
 
   it('refuses a path that leaves the working directory', async () => {
     const since = mark();
-    fake.enqueue(
+    harness.fake.enqueue(
       toolCallReply([{ name: 'read_file', arguments: { path: join('..', outside.split('/').pop()!, 'secret.txt') } }]),
       textReply('refused'),
     );
@@ -302,14 +272,17 @@ describe('§7.5 spawn', () => {
 
   it('§5.2 toolFilter narrows the tools: allow keeps only the named ones, deny wins, and a filtered tool is refused', async () => {
     const since = mark();
-    fake.enqueue(textReply('allowed'));
+    harness.fake.enqueue(textReply('allowed'));
     const allowed = startSpawn('x', { toolFilter: { allow: ['read_file', 'search_text'], deny: ['search_text'] } });
     await allowed.result;
     expect(since()[0]!.body.tools.map((tool: { function: { name: string } }) => tool.function.name)).toEqual([
       'read_file',
     ]);
 
-    fake.enqueue(toolCallReply([{ id: 'call-ls', name: 'list_directory', arguments: {} }]), textReply('denied'));
+    harness.fake.enqueue(
+      toolCallReply([{ id: 'call-ls', name: 'list_directory', arguments: {} }]),
+      textReply('denied'),
+    );
     const denied = startSpawn('y', { toolFilter: { deny: ['list_directory'] } });
     await denied.result;
     expect(since()[1]!.body.tools.map((tool: { function: { name: string } }) => tool.function.name)).toEqual([
@@ -334,7 +307,7 @@ describe('§7.5 spawn', () => {
   it('§7.3 a spawn child is shown structured_output last with its schema, its system prompt ends with the instruction, and an invalid capture goes back to it', async () => {
     const since = mark();
     const schema = { type: 'object', properties: { answer: { type: 'integer' } }, required: ['answer'] };
-    fake.enqueue(
+    harness.fake.enqueue(
       toolCallReply([{ name: 'structured_output', arguments: { answer: 'forty-two' } }]),
       toolCallReply([
         { name: 'structured_output', arguments: { answer: 42 } },
@@ -363,7 +336,7 @@ describe('§7.5 spawn', () => {
     ['refusal', refusalReply('I cannot help with that'), 'refusal'],
     ['max-tokens', textReply('cut', { finishReason: 'length' }), 'max-tokens'],
   ])('§7.5 and §5.6 a %s answer maps onto its stop reason', async (_case, reply, stopReason) => {
-    fake.enqueue(reply);
+    harness.fake.enqueue(reply);
     const run = startSpawn('x');
     expect((await run.result).stopReason).toBe(stopReason);
     await run.dispose();
@@ -371,7 +344,7 @@ describe('§7.5 spawn', () => {
 
   it('§7.5 run.cancel(reason) while running aborts the HTTP call (the server sees the connection close) and settles aborted', async () => {
     const since = mark();
-    fake.enqueue(hangReply());
+    harness.fake.enqueue(hangReply());
     const run = startSpawn('take forever');
     await waitFor(() => since().length === 1);
     run.cancel('no longer needed');
@@ -382,7 +355,10 @@ describe('§7.5 spawn', () => {
 
   it('§5.6 a model error is a stop reason, not a rejection: a 429 is retried after its Retry-After, a 400 ends error without a retry', async () => {
     const since = mark();
-    fake.enqueue(errorReply(429, 'slow down', { headers: { 'retry-after': '1' } }), textReply('after the wait'));
+    harness.fake.enqueue(
+      errorReply(429, 'slow down', { headers: { 'retry-after': '1' } }),
+      textReply('after the wait'),
+    );
     const started = Date.now();
     const throttled = startSpawn('x');
     expect(await throttled.result).toEqual({ output: text('after the wait'), stopReason: 'completed' });
@@ -392,7 +368,7 @@ describe('§7.5 spawn', () => {
     expect(second).toBeDefined();
     expect(await first!.done).toBe('answered');
 
-    fake.enqueue(errorReply(400, 'bad request: unknown parameter'));
+    harness.fake.enqueue(errorReply(400, 'bad request: unknown parameter'));
     const rejected = startSpawn('y');
     const result = await rejected.result;
     expect(result.stopReason).toBe('error');
@@ -409,11 +385,11 @@ describe('§7.5 spawn', () => {
     const firstReply = new Promise<void>((resolve) => (messageQueued = resolve)).then(() =>
       toolCallReply([{ name: 'list_directory', arguments: {} }]),
     );
-    fake.enqueue(firstReply, textReply('steered'));
+    harness.fake.enqueue(firstReply, textReply('steered'));
     const run = startSpawn('look around');
     await waitFor(() => since().length === 1);
     run.sendMessage!(text('only the src folder matters'));
-    const handle = temporal.client.workflow.getHandle(run.id);
+    const handle = harness.temporal.client.workflow.getHandle(run.id);
     await eventually(async () => ((await handle.query(statusQuery)).pendingMessages === 1 ? true : undefined));
     messageQueued();
     expect(await run.result).toEqual({ output: text('steered'), stopReason: 'completed' });
@@ -428,7 +404,7 @@ describe('§7.5 spawn', () => {
 
   it('resumes with the whole conversation', async () => {
     const since = mark();
-    fake.enqueue(textReply('first answer'), textReply('second answer'));
+    harness.fake.enqueue(textReply('first answer'), textReply('second answer'));
     const run = startSpawn('first question');
     await run.result;
     const resumed = run.resume!(text('follow-up'));
@@ -465,8 +441,8 @@ describe('§7.6 fork', () => {
 
   it("§7.6 a seeded child sees the parent's completed turns, never the turn in flight, answers on its own, and its seedLength is the prefix", async () => {
     const since = mark();
-    fake.enqueue(textReply('forked answer'));
-    const run = service.start(fork.name, {
+    harness.fake.enqueue(textReply('forked answer'));
+    const run = harness.service.start(harness.providers.fork.name, {
       prompt: text('continue from here'),
       parent: { ...parent, session: { ...parent.session, events } },
     });
@@ -481,19 +457,19 @@ describe('§7.6 fork', () => {
       'assistant:parent answer two',
       'user:continue from here',
     ]);
-    expect(await temporal.client.workflow.getHandle(run.id).query(statusQuery)).toMatchObject({ seedLength: 6 });
+    expect(await harness.status(run.id)).toMatchObject({ seedLength: 6 });
     await run.dispose();
   });
 
   it('§7.6 with an empty prefix the fork is unseeded; §7.5 spawn never receives the parent log', async () => {
     const since = mark();
-    fake.enqueue(textReply('fresh'), textReply('spawned'));
-    const unseeded = service.start(fork.name, {
+    harness.fake.enqueue(textReply('fresh'), textReply('spawned'));
+    const unseeded = harness.service.start(harness.providers.fork.name, {
       prompt: text('alone'),
       parent: { ...parent, session: { ...parent.session, events: events.slice(8) } },
     });
     await unseeded.result;
-    const spawned = service.start(spawn.name, {
+    const spawned = harness.service.start(harness.providers.spawn.name, {
       prompt: text('spawned alone'),
       parent: { ...parent, session: { ...parent.session, events } },
     });
@@ -512,8 +488,8 @@ describe('§7.6 and §7.7 fork beside spawn', () => {
   ];
 
   it("§7.6 a child whose turn ends on a bare stop has output [] and completed, never the seeded parent's message", async () => {
-    fake.enqueue(textReply(''));
-    const run = service.start(fork.name, {
+    harness.fake.enqueue(textReply(''));
+    const run = harness.service.start(harness.providers.fork.name, {
       prompt: text('say nothing'),
       parent: { ...parent, session: { ...parent.session, events: completedTurn } },
     });
@@ -524,13 +500,13 @@ describe('§7.6 and §7.7 fork beside spawn', () => {
   it("§7.7 one parent runs a spawn child, then a fork child: two runs with the parent as parent session, only the fork seeded, the parent's log untouched", async () => {
     const events = structuredClone(completedTurn);
     const agent = { ...parent, session: { ...parent.session, events } };
-    fake.enqueue(textReply('spawned'), textReply('forked'));
-    const spawned = service.start(spawn.name, { prompt: text('fresh task'), parent: agent });
+    harness.fake.enqueue(textReply('spawned'), textReply('forked'));
+    const spawned = harness.service.start(harness.providers.spawn.name, { prompt: text('fresh task'), parent: agent });
     expect(await spawned.result).toEqual({ output: text('spawned'), stopReason: 'completed' });
-    const forked = service.start(fork.name, { prompt: text('continue'), parent: agent });
+    const forked = harness.service.start(harness.providers.fork.name, { prompt: text('continue'), parent: agent });
     expect(await forked.result).toEqual({ output: text('forked'), stopReason: 'completed' });
     const contextOf = async (run: SubagentRun) =>
-      (await temporal.client.workflow.getHandle(run.id).query(runContextQuery)).request;
+      (await harness.temporal.client.workflow.getHandle(run.id).query(runContextQuery)).request;
     const [spawnRequest, forkRequest] = await Promise.all([contextOf(spawned), contextOf(forked)]);
     expect(spawned.id).not.toBe(forked.id);
     expect([spawnRequest.parent.sessionId, forkRequest.parent.sessionId]).toEqual(['parent-session', 'parent-session']);
@@ -544,12 +520,12 @@ describe('§7.6 and §7.7 fork beside spawn', () => {
 it('keeps history bytes per model call flat from 10 to 200 calls', async () => {
   const bytesPerCall = async (calls: number) => {
     let made = 0;
-    fake.setHandler(() =>
+    harness.fake.setHandler(() =>
       ++made < calls ? toolCallReply([{ name: 'list_directory', arguments: { path: 'src' } }]) : textReply('done'),
     );
     const run = startSpawn(`loop ${calls}`);
     expect((await run.result).stopReason).toBe('completed');
-    const info = (await temporal.client.workflow.getHandle(run.id).describe()).raw.workflowExecutionInfo!;
+    const info = (await harness.temporal.client.workflow.getHandle(run.id).describe()).raw.workflowExecutionInfo!;
     await run.dispose();
     return Number(info.historySizeBytes) / calls;
   };

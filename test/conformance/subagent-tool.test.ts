@@ -19,61 +19,37 @@ import {
 import {
   createScriptedProvider,
   FakeChatRequest,
-  FakeOpenAI,
   ScriptedTurnEvent,
   spawnReadyProcess,
-  startFakeOpenAI,
   textReply,
   toolCallReply,
 } from '../../src/testing';
 import { builtinFileTools, createDelegationTool, createSpawnProvider } from '../../src/worker';
-import { statusQuery, SubagentRunOutcome, SubagentRunStatus } from '../../workflows/definitions';
-import {
-  connectTestTemporal,
-  eventually,
-  fixture,
-  newService,
-  startWorker,
-  TestTemporal,
-  text,
-  turnGates,
-  uniqueName,
-} from '../helpers/temporal';
+import { fakeModelHarness } from '../helpers/fake-model';
+import { eventually, fixture, text, turnGates, uniqueName } from '../helpers/temporal';
 
-let temporal: TestTemporal;
-let fake: FakeOpenAI;
-let stopWorker: () => Promise<void>;
-let service: ReturnType<typeof newService>;
 const events: ScriptedTurnEvent[] = [];
 const scripted = createScriptedProvider({ name: uniqueName('tool-child'), observer: (event) => events.push(event) });
 const forkLike = createScriptedProvider({ name: uniqueName('tool-fork'), inheritsParentContext: true });
 const spawnName = uniqueName('tool-spawn');
-let spawn: ReturnType<typeof createSpawnProvider>;
 
-beforeAll(async () => {
-  temporal = await connectTestTemporal();
-  fake = await startFakeOpenAI();
-  spawn = createSpawnProvider({
-    name: spawnName,
-    endpoint: { baseURL: fake.baseURL, model: 'child-model' },
-    tools: [...builtinFileTools(), createDelegationTool({ provider: spawnName })],
-  });
-  stopWorker = await startWorker(temporal, [scripted, forkLike, spawn], { heartbeatIntervalMs: 200 });
-  service = newService(temporal);
-  for (const provider of [scripted, forkLike, spawn]) service.registerProvider(provider);
-});
-afterAll(async () => {
-  await stopWorker?.();
-  await fake?.close();
-  await temporal?.close();
-});
+const harness = fakeModelHarness(
+  (endpoint) => ({
+    scripted,
+    forkLike,
+    spawn: createSpawnProvider({
+      name: spawnName,
+      endpoint: { ...endpoint, model: 'child-model' },
+      tools: [...builtinFileTools(), createDelegationTool({ provider: spawnName })],
+    }),
+  }),
+  { worker: { heartbeatIntervalMs: 200 } },
+);
 
 const parent = { id: 'parent-agent' };
 const args = (prompt: string) => ({ description: 'a delegated task', prompt });
 const scriptedTool = (script: object[], extra: object = {}) =>
-  createSubagentTool(service, { provider: scripted.name, agentOptions: { script: script as never }, ...extra });
-const closedOutcome = (runId: string) =>
-  temporal.client.workflow.getHandle(runId).result() as Promise<SubagentRunOutcome>;
+  createSubagentTool(harness.service, { provider: scripted.name, agentOptions: { script: script as never }, ...extra });
 
 /** The real service, recording the runs it started, their requests, cancels and disposals (not a Temporal mock). */
 function recording(overrides: { result?: (run: SubagentRun) => Promise<never> } = {}) {
@@ -85,10 +61,10 @@ function recording(overrides: { result?: (run: SubagentRun) => Promise<never> } 
     disposed: number;
   }[] = [];
   const starter: SubagentStarter = {
-    getProvider: (name) => service.getProvider(name),
-    attach: (id) => service.attach(id),
+    getProvider: (name) => harness.service.getProvider(name),
+    attach: (id) => harness.service.attach(id),
     start(name, request) {
-      const run = service.start(name, request);
+      const run = harness.service.start(name, request);
       const entry = { provider: name, request, run, cancelled: 0, disposed: 0 };
       runs.push(entry);
       return {
@@ -110,7 +86,7 @@ function recording(overrides: { result?: (run: SubagentRun) => Promise<never> } 
 
 describe('§7.8 wording', () => {
   it('§7.8 spawn-style wording: the child does not see the conversation; the parameters are exactly description and prompt', () => {
-    const tool = createSubagentTool(service, { provider: scripted.name });
+    const tool = createSubagentTool(harness.service, { provider: scripted.name });
     expect(tool.name).toBe('subagent');
     expect(Object.keys(tool.parameters.properties)).toEqual(['description', 'prompt']);
     expect(tool.description).toContain('does not see this conversation');
@@ -118,7 +94,7 @@ describe('§7.8 wording', () => {
   });
 
   it('§7.8 fork-style wording: the child inherits the completed turns', () => {
-    const tool = createSubagentTool(service, { provider: forkLike.name, name: 'subagent_fork' });
+    const tool = createSubagentTool(harness.service, { provider: forkLike.name, name: 'subagent_fork' });
     expect(tool.name).toBe('subagent_fork');
     expect(tool.description).toContain('INHERITS this conversation');
     expect(tool.description).toContain('completed turns');
@@ -126,7 +102,7 @@ describe('§7.8 wording', () => {
   });
 
   it('§7.8 a tool for a provider that is not registered is refused with NO_PROVIDER (its wording depends on the provider)', () => {
-    expect(() => createSubagentTool(service, { provider: 'nobody' })).toThrow(
+    expect(() => createSubagentTool(harness.service, { provider: 'nobody' })).toThrow(
       expect.objectContaining({ code: 'NO_PROVIDER' }),
     );
   });
@@ -145,7 +121,7 @@ describe('§7.8 execute', () => {
     });
     expect(runs.map((entry) => entry.disposed)).toEqual([1]);
     expect(runs[0]!.request.agentOptions).toEqual({ script: [{ reply: 'child says {input}' }] });
-    expect((await closedOutcome(runs[0]!.run.id)).closedBy).toBe('disposed');
+    expect((await harness.closed(runs[0]!.run.id)).closedBy).toBe('disposed');
   });
 
   it('§7.8 two tools with different names each route to their own provider', async () => {
@@ -277,9 +253,9 @@ describe('a parent model calling the tool', () => {
   };
 
   it('delegates through the OpenAI function-tool shape and reads the answer from the tool message', async () => {
-    fake.setHandler(parentTurn);
+    harness.fake.setHandler(parentTurn);
     const tool = scriptedTool([{ reply: 'the answer is 42' }]);
-    const client = new OpenAI({ baseURL: fake.baseURL, apiKey: 'test', maxRetries: 0 });
+    const client = new OpenAI({ baseURL: harness.fake.baseURL, apiKey: 'test', maxRetries: 0 });
     const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [
       { role: 'user', content: 'what is the answer?' },
     ];
@@ -302,9 +278,9 @@ describe('a parent model calling the tool', () => {
   });
 
   it('delegates through the Vercel AI SDK tool() shape inside generateText', async () => {
-    fake.setHandler(parentTurn);
+    harness.fake.setHandler(parentTurn);
     const tool = scriptedTool([{ reply: 'the AI SDK child answered' }]);
-    const model = createOpenAICompatible({ name: 'fake', baseURL: fake.baseURL, apiKey: 'test' }).chatModel(
+    const model = createOpenAICompatible({ name: 'fake', baseURL: harness.fake.baseURL, apiKey: 'test' }).chatModel(
       'parent-model',
     );
     const result = await generateText({
@@ -336,14 +312,14 @@ describe('a parent model calling the tool', () => {
     const answerHeld = new Promise<void>((resolve) => (releaseAnswer = resolve));
     // The parent asks the subagent tool; the child (a spawn run on the same endpoint) calls a tool
     // it lacks, then streams its answer, which waits until the test has seen progress come.
-    fake.setHandler(async (request) => {
+    harness.fake.setHandler(async (request) => {
       if (request.body.model === 'parent-model') return parentTurn(request);
       if (request.body.messages.at(-1).role !== 'tool') return toolCallReply([{ name: 'no_such_tool', arguments: {} }]);
       await answerHeld;
       return textReply(words, { tokenDelayMs: 40 });
     });
-    const tool = createSubagentTool(service, { provider: spawnName });
-    const model = createOpenAICompatible({ name: 'fake', baseURL: fake.baseURL, apiKey: 'test' }).chatModel(
+    const tool = createSubagentTool(harness.service, { provider: spawnName });
+    const model = createOpenAICompatible({ name: 'fake', baseURL: harness.fake.baseURL, apiKey: 'test' }).chatModel(
       'parent-model',
     );
     const stream = streamText({
@@ -386,14 +362,14 @@ describe('a parent model calling the tool', () => {
     expect(types.at(-1)).toBe('settled');
     expect(progress.find((event) => event.type === 'text')).toMatchObject({ text: words, depth: 1 });
     // The parent model never sees the progress: its next request carries the answer alone.
-    const parentCalls = fake.requests.filter((request) => request.body?.model === 'parent-model');
+    const parentCalls = harness.fake.requests.filter((request) => request.body?.model === 'parent-model');
     expect(parentCalls.at(-1)!.body.messages.at(-1)).toMatchObject({ role: 'tool', content: words });
   });
 });
 
 describe('inside LLM children', () => {
   it('lets a child delegate further down to maxDepth, and refuses the level beyond it', async () => {
-    fake.setHandler((request) => {
+    harness.fake.setHandler((request) => {
       const last = request.body.messages.at(-1);
       if (last.role === 'tool') return textReply(`level done after: ${last.content}`);
       const level = Number(/level (\d)/.exec(last.content)?.[1]);
@@ -401,17 +377,17 @@ describe('inside LLM children', () => {
         { name: 'subagent', arguments: { description: 'go deeper', prompt: `level ${level + 1} task` } },
       ]);
     });
-    const run = service.start(spawnName, { prompt: text('level 1 task'), parent, maxDepth: 2 });
+    const run = harness.service.start(spawnName, { prompt: text('level 1 task'), parent, maxDepth: 2 });
     const result = await run.result;
     expect(result.stopReason).toBe('completed');
     expect((result.output[0] as { text: string }).text).toBe(
       'level done after: level done after: Error: subagent depth 3 exceeds maxDepth 2',
     );
-    const top = (await temporal.client.workflow.getHandle(run.id).query(statusQuery)) as SubagentRunStatus;
+    const top = await harness.status(run.id);
     expect(top).toMatchObject({ depth: 1, children: [expect.any(String)] });
-    const child = (await temporal.client.workflow.getHandle(top.children[0]!).query(statusQuery)) as SubagentRunStatus;
+    const child = await harness.status(top.children[0]!);
     expect(child).toMatchObject({ depth: 2, parentRunId: run.id, children: [] });
-    const history = await temporal.client.workflow.getHandle(run.id).fetchHistory();
+    const history = await harness.temporal.client.workflow.getHandle(run.id).fetchHistory();
     const activities = history.events!.flatMap((e) =>
       e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType!.name] : [],
     );
@@ -422,7 +398,7 @@ describe('inside LLM children', () => {
 
 describe('inside LLM children, with an endpoint that reuses call ids', () => {
   it('starts one run per tool call even when two steps give their calls the same id', async () => {
-    fake.setHandler((request) => {
+    harness.fake.setHandler((request) => {
       const messages = request.body.messages as { role: string; content: string | null }[];
       const task = messages.find((message) => message.role === 'user')!.content!;
       if (task !== 'run two errands') return textReply(`did: ${task}`);
@@ -434,12 +410,12 @@ describe('inside LLM children, with an endpoint that reuses call ids', () => {
       }
       return textReply(results.join(' / '));
     });
-    const run = service.start(spawnName, { prompt: text('run two errands'), parent, maxDepth: 2 });
+    const run = harness.service.start(spawnName, { prompt: text('run two errands'), parent, maxDepth: 2 });
     expect(await run.result).toEqual({
       output: text('did: first errand / did: second errand'),
       stopReason: 'completed',
     });
-    const status = (await temporal.client.workflow.getHandle(run.id).query(statusQuery)) as SubagentRunStatus;
+    const status = await harness.status(run.id);
     expect(new Set(status.children).size).toBe(2);
     await run.dispose();
   });
@@ -460,13 +436,13 @@ describe('background mode', () => {
     expect(started.isError).toBe(false);
     const runId = /run_id "([^"]+)"/.exec(started.content[0]!.text)![1]!;
 
-    const collect = createSubagentResultTool(service);
+    const collect = createSubagentResultTool(harness.service);
     expect(collect.name).toBe('subagent_result');
     expect(await collect.execute({ run_id: runId }, {})).toEqual({
       isError: false,
       content: text('background answer to: index the repo'),
     });
-    expect((await closedOutcome(runId)).closedBy).toBe('disposed');
+    expect((await harness.closed(runId)).closedBy).toBe('disposed');
   });
 
   it('stops waiting, without cancelling the run, when the collecting step aborts', async () => {
@@ -475,7 +451,7 @@ describe('background mode', () => {
     const started = await tool.execute(args('slow'), { parent });
     const runId = /run_id "([^"]+)"/.exec((started.content[0] as { text: string }).text)![1]!;
     const controller = new AbortController();
-    const collect = createSubagentResultTool(service);
+    const collect = createSubagentResultTool(harness.service);
     const waiting = collect.execute({ run_id: runId }, { signal: controller.signal });
     controller.abort();
     expect((await waiting).isError).toBe(true);

@@ -16,6 +16,7 @@ import {
 } from '../../src';
 import { type DevServer, type DevServerOptions, startDevServer } from '../../src/testing';
 import { createSubagentWorker, type SubagentWorkerOptions } from '../../src/worker';
+import { type SubagentRunOutcome, type SubagentRunStatus, statusQuery } from '../../workflows/definitions';
 
 export function installQuietRuntime(): void {
   try {
@@ -150,33 +151,49 @@ export interface TestRuns {
   readonly temporal: TestTemporal;
   /** A service with `providers` registered; set before the file's first test. */
   readonly service: TemporalSubagentService;
+  /** What the run's status query answers now. */
+  status(runId: string): Promise<SubagentRunStatus>;
+  /** The run's outcome, once its workflow has closed. */
+  closed(runId: string): Promise<SubagentRunOutcome>;
+}
+
+export interface TestRunsOptions {
+  namespace?: string;
+  worker?: Partial<SubagentWorkerOptions>;
+  dataConverter?: DataConverter;
 }
 
 /**
  * For the whole test file: a connection to the shared server, a worker hosting `providers` and
  * a service that knows them (all with `dataConverter`, if given), set up before the first test
- * and stopped after the last.
+ * and stopped after the last. `providers` may be a function, for providers that an earlier
+ * `beforeAll` makes.
  */
 export function testRuns(
-  providers: SubagentHostedProvider[],
-  options: { namespace?: string; worker?: Partial<SubagentWorkerOptions>; dataConverter?: DataConverter } = {},
+  providers: SubagentHostedProvider[] | (() => SubagentHostedProvider[]),
+  options: TestRunsOptions = {},
 ): TestRuns {
   const runs = {} as { temporal: TestTemporal; service: TemporalSubagentService; stop?: () => Promise<void> };
   const { dataConverter } = options;
   beforeAll(async () => {
+    const hosted = typeof providers === 'function' ? providers() : providers;
     runs.temporal = await connectTestTemporal(options.namespace, dataConverter ? { dataConverter } : {});
-    runs.stop = await startWorker(runs.temporal, providers, {
+    runs.stop = await startWorker(runs.temporal, hosted, {
       ...(dataConverter ? { dataConverter } : {}),
       ...options.worker,
     });
     runs.service = newService(runs.temporal);
-    for (const provider of providers) runs.service.registerProvider(provider);
+    for (const provider of hosted) runs.service.registerProvider(provider);
   });
   afterAll(async () => {
     await runs.stop?.();
     await runs.temporal?.close();
   });
-  return runs;
+  const handle = (runId: string) => runs.temporal.client.workflow.getHandle(runId);
+  return Object.assign(runs, {
+    status: (runId: string) => handle(runId).query(statusQuery),
+    closed: (runId: string) => handle(runId).result() as Promise<SubagentRunOutcome>,
+  });
 }
 
 /**

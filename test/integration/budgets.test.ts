@@ -6,79 +6,63 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SubagentModelEndpoint, SubagentRunEvent } from '../../src';
 import { exportAudit, verifyAudit } from '../../src/audit';
-import { type FakeOpenAI, errorReply, startFakeOpenAI, textReply, toolCallReply } from '../../src/testing';
+import { errorReply, startFakeOpenAI, textReply, toolCallReply } from '../../src/testing';
 import { builtinFileTools, createDelegationTool, createSpawnProvider } from '../../src/worker';
-import { type SubagentRunOutcome, type SubagentRunStatus, statusQuery } from '../../workflows/definitions';
-import { type TestTemporal, connectTestTemporal, newService, startWorker, text, uniqueName } from '../helpers/temporal';
+import { fakeModelHarness } from '../helpers/fake-model';
+import { connectTestTemporal, newService, startWorker, text, uniqueName } from '../helpers/temporal';
 
 const cwd = mkdtempSync(join(tmpdir(), 'subagent-budgets-'));
 writeFileSync(join(cwd, 'notes.txt'), 'notes\n');
 const parent = { id: 'parent', session: { header: { id: 's', cwd } } };
 
-let fake: FakeOpenAI;
-let temporal: TestTemporal;
-let service: ReturnType<typeof newService>;
-let stopWorker: () => Promise<void>;
-/** An LLM child with the file tools that delegates to its own kind. */
-let tree: ReturnType<typeof createSpawnProvider>;
+const harness = fakeModelHarness(
+  (endpoint) => {
+    const name = uniqueName('tree');
+    return {
+      /** An LLM child with the file tools that delegates to its own kind. */
+      tree: createSpawnProvider({
+        name,
+        tools: [...builtinFileTools(), createDelegationTool({ provider: name })],
+        endpoint,
+      }),
+    };
+  },
+  { worker: { modelPrices: { 'fake-model': { inputPerMillionTokens: 1000, outputPerMillionTokens: 2000 } } } },
+);
 
-beforeAll(async () => {
-  fake = await startFakeOpenAI();
-  const name = uniqueName('tree');
-  tree = createSpawnProvider({
-    name,
-    tools: [...builtinFileTools(), createDelegationTool({ provider: name })],
-    endpoint: { baseURL: fake.baseURL, model: 'fake-model' },
-  });
-  temporal = await connectTestTemporal();
-  stopWorker = await startWorker(temporal, [tree], {
-    modelPrices: { 'fake-model': { inputPerMillionTokens: 1000, outputPerMillionTokens: 2000 } },
-  });
-  service = newService(temporal);
-  service.registerProvider(tree);
-});
-afterAll(async () => {
-  await stopWorker?.();
-  await temporal?.close();
-  await fake?.close();
-});
-// A failed test's unused replies would answer the next test's model calls.
-afterEach(() => {
-  fake.discardQueued();
-});
-
-const status = (runId: string) =>
-  temporal.client.workflow.getHandle(runId).query(statusQuery) as Promise<SubagentRunStatus>;
-const closed = (runId: string) => temporal.client.workflow.getHandle(runId).result() as Promise<SubagentRunOutcome>;
 const usage = (prompt: number, completion: number) => ({ prompt, completion });
 
 it('refuses a budget that cannot work with INVALID_REQUEST, before any run exists', () => {
   for (const budget of [{ maxTokens: -1 }, { maxTurns: 1.5 }, { deadline: 'tomorrow' }, { maxSpend: 3 }]) {
-    expect(() => service.start(tree.name, { prompt: text('x'), parent, budget: budget as never })).toThrow(
-      expect.objectContaining({ code: 'INVALID_REQUEST' }),
-    );
+    expect(() =>
+      harness.service.start(harness.providers.tree.name, { prompt: text('x'), parent, budget: budget as never }),
+    ).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
   }
 });
 
 it('hands a nested run what remains of the budget: the grandchild hits maxTokens, and each run above sees what it spent', async () => {
   const delegateTo = (prompt: string) =>
     toolCallReply([{ name: 'subagent', arguments: { description: 'go down', prompt } }], { usage: usage(8, 2) });
-  fake.enqueue(
+  harness.fake.enqueue(
     delegateTo('middle'),
     delegateTo('leaf'),
     // The grandchild's one call spends more than was left to it.
     toolCallReply([{ name: 'list_directory', arguments: {} }], { usage: usage(80, 5) }),
   );
-  const root = service.start(tree.name, { prompt: text('go'), parent, budget: { maxTokens: 100 } });
+  const root = harness.service.start(harness.providers.tree.name, {
+    prompt: text('go'),
+    parent,
+    budget: { maxTokens: 100 },
+  });
   expect(await root.result).toMatchObject({
     stopReason: 'max-tokens',
     diagnostic: 'budget: maxTokens 100 is spent (105 used)',
   });
   // No model call was made past the budget: one per run.
-  expect(fake.requests).toHaveLength(3);
+  expect(harness.fake.requests).toHaveLength(3);
 
-  const [childId] = (await status(root.id)).children;
-  const [leafId] = (await status(childId!)).children;
+  const [childId] = (await harness.status(root.id)).children;
+  const [leafId] = (await harness.status(childId!)).children;
   const seen: SubagentRunEvent[] = [];
   for await (const event of root.events!({ nested: true, follow: false })) seen.push(event);
   expect(seen.filter((event) => event.type === 'settled').map((event) => event.depth)).toEqual(
@@ -86,7 +70,7 @@ it('hands a nested run what remains of the budget: the grandchild hits maxTokens
   );
   await root.dispose();
   const [rootOutcome, childOutcome, leafOutcome] = await Promise.all(
-    [root.id, childId!, leafId!].map((runId) => closed(runId)),
+    [root.id, childId!, leafId!].map((runId) => harness.closed(runId)),
   );
   // Each run's limit was what remained above it when it started: 100 − 10, then 90 − 10.
   expect(leafOutcome!.result).toMatchObject({
@@ -102,19 +86,23 @@ it('hands a nested run what remains of the budget: the grandchild hits maxTokens
   expect(rootOutcome!.spend).toMatchObject({ turns: 3, modelCalls: 3, tokens: 105 });
   expect(rootOutcome!.spend!.costUsd).toBeCloseTo(0.114, 9);
   // The parent sees the remainder: none.
-  expect((await status(root.id)).budgetLeft).toEqual({ maxTokens: 0 });
+  expect((await harness.status(root.id)).budgetLeft).toEqual({ maxTokens: 0 });
   // What each run spent is in its search attributes, with the tree's root.
-  const { searchAttributes } = await temporal.client.workflow.getHandle(leafId!).describe();
+  const { searchAttributes } = await harness.temporal.client.workflow.getHandle(leafId!).describe();
   expect(searchAttributes).toMatchObject({ SubagentRootRunId: [root.id], SubagentTokens: [85] });
 }, 60_000);
 
 it('charges a call cancelled mid-stream with what it had used by then', async () => {
-  fake.enqueue(textReply(Array.from({ length: 200 }, (_, i) => `word${i}`).join(' '), { tokenDelayMs: 50 }));
-  const run = service.start(tree.name, { prompt: text('talk at length'), parent, budget: { maxTokens: 10_000 } });
+  harness.fake.enqueue(textReply(Array.from({ length: 200 }, (_, i) => `word${i}`).join(' '), { tokenDelayMs: 50 }));
+  const run = harness.service.start(harness.providers.tree.name, {
+    prompt: text('talk at length'),
+    parent,
+    budget: { maxTokens: 10_000 },
+  });
   for await (const event of run.events!()) if (event.type === 'text-delta') break;
   run.cancel('enough');
   expect((await run.result).stopReason).toBe('aborted');
-  const outcome = await closed(run.id);
+  const outcome = await harness.closed(run.id);
   // The endpoint never reported usage: the call's tokens are estimated from what it sent and received.
   expect(outcome.usage!.promptTokens).toBeGreaterThan(0);
   expect(outcome.usage!.completionTokens).toBeGreaterThan(0);
@@ -123,31 +111,35 @@ it('charges a call cancelled mid-stream with what it had used by then', async ()
 }, 60_000);
 
 it('charges nothing for a call cancelled while it waits out a 429: no request of it was out', async () => {
-  fake.enqueue(errorReply(429, 'slow down', { headers: { 'retry-after': '60' } }));
-  const before = fake.requests.length;
-  const run = service.start(tree.name, { prompt: text('wait your turn'), parent, budget: { maxTokens: 10_000 } });
+  harness.fake.enqueue(errorReply(429, 'slow down', { headers: { 'retry-after': '60' } }));
+  const before = harness.fake.requests.length;
+  const run = harness.service.start(harness.providers.tree.name, {
+    prompt: text('wait your turn'),
+    parent,
+    budget: { maxTokens: 10_000 },
+  });
   // The refusal has come back: the call now waits, with nothing out.
   await (
-    await fake.waitForRequests(before + 1)
+    await harness.fake.waitForRequests(before + 1)
   )[before]!.done;
   run.cancel('enough');
   expect((await run.result).stopReason).toBe('aborted');
-  const outcome = await closed(run.id);
+  const outcome = await harness.closed(run.id);
   expect(outcome.usage).toEqual({ promptTokens: 0, completionTokens: 0 });
   expect(outcome.spend).toMatchObject({ tokens: 0, modelCalls: 0 });
 }, 60_000);
 
 it("records in the audit each model call's cost, what a call cancelled mid-stream had used, and the run's spend in its result", async () => {
-  fake.enqueue(
+  harness.fake.enqueue(
     toolCallReply([{ name: 'list_directory', arguments: {} }], { usage: usage(8, 2) }),
     textReply(Array.from({ length: 200 }, (_, i) => `word${i}`).join(' '), { tokenDelayMs: 50 }),
   );
-  const run = service.start(tree.name, { prompt: text('look, then talk at length'), parent });
+  const run = harness.service.start(harness.providers.tree.name, { prompt: text('look, then talk at length'), parent });
   for await (const event of run.events!()) if (event.type === 'text-delta') break;
   run.cancel('enough');
   expect((await run.result).stopReason).toBe('aborted');
-  const outcome = await closed(run.id);
-  const audit = await exportAudit(temporal.client, run.id);
+  const outcome = await harness.closed(run.id);
+  const audit = await exportAudit(harness.temporal.client, run.id);
   const records = (type: string) => audit.filter((record) => record.type === type).map((record) => record.data);
 
   // 8 prompt tokens at $1,000 a million, 2 completion tokens at $2,000.
@@ -181,15 +173,23 @@ it("records in the audit each model call's cost, what a call cancelled mid-strea
 }, 60_000);
 
 it('ends a run at its deadline, a model call in flight included, aborted with the reason', async () => {
-  fake.enqueue(textReply('too late', { delayMs: 5_000 }));
-  const run = service.start(tree.name, { prompt: text('slowly'), parent, budget: { deadline: Date.now() + 1_000 } });
+  harness.fake.enqueue(textReply('too late', { delayMs: 5_000 }));
+  const run = harness.service.start(harness.providers.tree.name, {
+    prompt: text('slowly'),
+    parent,
+    budget: { deadline: Date.now() + 1_000 },
+  });
   const result = await run.result;
   expect(result.stopReason).toBe('aborted');
   expect(result.diagnostic).toMatch(/^budget: the deadline .* has passed$/);
 }, 30_000);
 
 it('refuses to begin a run whose budget is already spent', async () => {
-  const run = service.start(tree.name, { prompt: text('x'), parent, budget: { maxModelCalls: 0 } });
+  const run = harness.service.start(harness.providers.tree.name, {
+    prompt: text('x'),
+    parent,
+    budget: { maxModelCalls: 0 },
+  });
   expect(await run.result).toEqual({
     output: [],
     stopReason: 'max-tokens',
@@ -217,9 +217,9 @@ async function fiftyRunsAgainstAQuota(
       runSettings: { retry: { maximumAttempts: 1 } },
     });
     const other = await connectTestTemporal();
-    const stops = [await startWorker(temporal, [provider]), await startWorker(other, [provider])];
+    const stops = [await startWorker(harness.temporal, [provider]), await startWorker(other, [provider])];
     try {
-      const limitedService = newService(temporal);
+      const limitedService = newService(harness.temporal);
       limitedService.registerProvider(provider);
       const runs = Array.from({ length: 50 }, (_, i) =>
         limitedService.start(provider.name, { prompt: text(`task ${i}`), parent }),
@@ -279,22 +279,28 @@ it("keeps a fleet within an endpoint's declared token quota: every call reserves
 }, 120_000);
 
 it('ends a call that no wait lets through (over the token burst) with error, before it is sent', async () => {
-  const before = fake.requests.length;
+  const before = harness.fake.requests.length;
   const small = createSpawnProvider({
     name: uniqueName('small-burst'),
     tools: [],
-    endpoint: { baseURL: fake.baseURL, model: 'fake-model', maxTokens: 40, tokensPerMinute: 600, tokenBurst: 50 },
+    endpoint: {
+      baseURL: harness.fake.baseURL,
+      model: 'fake-model',
+      maxTokens: 40,
+      tokensPerMinute: 600,
+      tokenBurst: 50,
+    },
   });
-  const stop = await startWorker(temporal, [small]);
+  const stop = await startWorker(harness.temporal, [small]);
   try {
-    const smallService = newService(temporal);
+    const smallService = newService(harness.temporal);
     smallService.registerProvider(small);
     const result = await smallService.start(small.name, { prompt: text('x'), parent }).result;
     expect(result).toMatchObject({
       stopReason: 'error',
       diagnostic: expect.stringContaining("over the endpoint's token burst of 50"),
     });
-    expect(fake.requests.length).toBe(before);
+    expect(harness.fake.requests.length).toBe(before);
   } finally {
     await stop();
   }

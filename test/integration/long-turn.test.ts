@@ -6,9 +6,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FilePayloadStore, payloadStorage } from '../../src/temporal/payload-store';
-import { type FakeOpenAI, startFakeOpenAI, textReply, toolCallReply } from '../../src/testing';
+import { textReply, toolCallReply } from '../../src/testing';
 import { createSpawnProvider } from '../../src/worker';
-import { type TestTemporal, connectTestTemporal, newService, startWorker, text, uniqueName } from '../helpers/temporal';
+import { fakeModelHarness } from '../helpers/fake-model';
+import { text, uniqueName } from '../helpers/temporal';
 
 const CALLS = 1000;
 const OUTPUT_BYTES = 200 * 1024;
@@ -16,52 +17,38 @@ const cwd = mkdtempSync(join(tmpdir(), 'subagent-long-turn-'));
 // Lines of 64 characters, so the file tool's line-bounded reads keep it whole.
 writeFileSync(join(cwd, 'big.txt'), `${'z'.repeat(63)}\n`.repeat(OUTPUT_BYTES / 64));
 
-let fake: FakeOpenAI;
-let temporal: TestTemporal;
-let stopWorker: () => Promise<void>;
-let service: ReturnType<typeof newService>;
-let spawn: ReturnType<typeof createSpawnProvider>;
-
-beforeAll(async () => {
-  fake = await startFakeOpenAI();
-  spawn = createSpawnProvider({
-    name: uniqueName('long-turn'),
-    endpoint: { baseURL: fake.baseURL, model: 'fake-model', maxContextChars: 1_000_000 },
-    runSettings: { maxStepsPerTurn: CALLS + 10 },
-  });
-  const store = new FilePayloadStore(mkdtempSync(join(tmpdir(), 'subagent-long-turn-payloads-')));
-  const dataConverter = { externalStorage: payloadStorage(store) };
-  temporal = await connectTestTemporal('default', { dataConverter });
-  stopWorker = await startWorker(temporal, [spawn], { dataConverter });
-  service = newService(temporal);
-  service.registerProvider(spawn);
-});
-afterAll(async () => {
-  await stopWorker?.();
-  await temporal?.close();
-  await fake?.close();
-});
+const store = new FilePayloadStore(mkdtempSync(join(tmpdir(), 'subagent-long-turn-payloads-')));
+const harness = fakeModelHarness(
+  (endpoint) => ({
+    spawn: createSpawnProvider({
+      name: uniqueName('long-turn'),
+      endpoint: { ...endpoint, maxContextChars: 1_000_000 },
+      runSettings: { maxStepsPerTurn: CALLS + 10 },
+    }),
+  }),
+  { dataConverter: { externalStorage: payloadStorage(store) } },
+);
 
 it('completes a 1,000-call turn of 200 KiB tool outputs with under 10 MB of history', async () => {
-  const since = fake.requests.length;
+  const since = harness.fake.requests.length;
   let largest = 0;
-  fake.setHandler(async (request) => {
+  harness.fake.setHandler(async (request) => {
     largest = Math.max(largest, JSON.stringify(request.body.messages).length);
-    return fake.requests.length - since <= CALLS
+    return harness.fake.requests.length - since <= CALLS
       ? toolCallReply([{ name: 'read_file', arguments: { path: 'big.txt' } }])
       : textReply('read it all');
   });
-  const run = service.start(spawn.name, {
+  const run = harness.service.start(harness.providers.spawn.name, {
     prompt: text('read big.txt a thousand times'),
     parent: { id: 'p', session: { header: { id: 's', cwd } } },
   });
   expect(await run.result).toEqual({ output: text('read it all'), stopReason: 'completed' });
-  expect(fake.requests.length - since).toBe(CALLS + 1);
+  expect(harness.fake.requests.length - since).toBe(CALLS + 1);
 
   let runs = 0;
   let historyBytes = 0;
-  for await (const execution of temporal.client.workflow.list({ query: `WorkflowId = '${run.id}'` })) {
-    const { raw } = await temporal.client.workflow.getHandle(run.id, execution.runId).describe();
+  for await (const execution of harness.temporal.client.workflow.list({ query: `WorkflowId = '${run.id}'` })) {
+    const { raw } = await harness.temporal.client.workflow.getHandle(run.id, execution.runId).describe();
     historyBytes += Number(raw.workflowExecutionInfo?.historySizeBytes ?? 0);
     runs++;
   }

@@ -11,54 +11,18 @@ import {
   createSubagentTool,
   runOpenAIToolCall,
 } from '../../src';
-import {
-  type FakeOpenAI,
-  type FakeReply,
-  type ReadyProcess,
-  spawnReadyProcess,
-  startFakeOpenAI,
-  textReply,
-  toolCallReply,
-} from '../../src/testing';
+import { type FakeReply, type ReadyProcess, spawnReadyProcess, textReply, toolCallReply } from '../../src/testing';
 import { createSpawnProvider } from '../../src/worker';
-import {
-  type TestTemporal,
-  connectTestTemporal,
-  eventually,
-  fixture,
-  newService,
-  startWorker,
-  text,
-  uniqueName,
-} from '../helpers/temporal';
+import { fakeModelHarness } from '../helpers/fake-model';
+import { connectTestTemporal, eventually, fixture, newService, text, uniqueName } from '../helpers/temporal';
 
 const cwd = mkdtempSync(join(tmpdir(), 'subagent-run-events-'));
 writeFileSync(join(cwd, 'notes.txt'), 'listed here\n');
 const parent = { id: 'parent', session: { header: { id: 's', cwd } } };
 
-let fake: FakeOpenAI;
-let spawn: ReturnType<typeof createSpawnProvider>;
-let temporal: TestTemporal;
-let service: ReturnType<typeof newService>;
-let stopWorker: () => Promise<void>;
-
-beforeAll(async () => {
-  fake = await startFakeOpenAI();
-  spawn = createSpawnProvider({ name: uniqueName('spawn'), endpoint: { baseURL: fake.baseURL, model: 'fake-model' } });
-  temporal = await connectTestTemporal();
-  stopWorker = await startWorker(temporal, [spawn]);
-  service = newService(temporal);
-  service.registerProvider(spawn);
-});
-afterAll(async () => {
-  await stopWorker?.();
-  await temporal?.close();
-  await fake?.close();
-});
-// A failed test's unused replies would answer the next test's model calls.
-afterEach(() => {
-  fake.discardQueued();
-});
+const harness = fakeModelHarness((endpoint) => ({
+  spawn: createSpawnProvider({ name: uniqueName('spawn'), endpoint }),
+}));
 
 /** A model reply held until `release()`. */
 function heldReply(reply: FakeReply): { reply: Promise<FakeReply>; release(): void } {
@@ -105,7 +69,7 @@ async function readerProcess(runId: string, from: number, stopAfter?: number) {
   const reader = await spawnReadyProcess(
     fixture('events-reader'),
     {
-      TEMPORAL_ADDRESS: temporal.address,
+      TEMPORAL_ADDRESS: harness.temporal.address,
       RUN_ID: runId,
       FROM: String(from),
       ...(stopAfter === undefined ? {} : { STOP_AFTER: String(stopAfter) }),
@@ -129,14 +93,14 @@ describe('run.events()', () => {
 
   it('yields each step as the history records it, live, before the run settles', async () => {
     const second = heldReply(textReply('listed'));
-    fake.enqueue(
+    harness.fake.enqueue(
       toolCallReply([
         { name: 'list_directory', arguments: {} },
         { name: 'no_such_tool', arguments: {} },
       ]),
       second.reply,
     );
-    run = service.start(spawn.name, { prompt: text('list it'), parent });
+    run = harness.service.start(harness.providers.spawn.name, { prompt: text('list it'), parent });
     const reading = readUntil(run.events!(), live, 'settled');
     // The second model call is held: what came before it is already there to read.
     await eventually(() => live.find((event) => event.type === 'tool-call-end' && event.tool === 'list_directory'));
@@ -170,7 +134,7 @@ describe('run.events()', () => {
   });
 
   it('continues its numbering across a resume, and reads the same from another connection', async () => {
-    fake.enqueue(textReply('again'));
+    harness.fake.enqueue(textReply('again'));
     resumed = run.resume!(text('once more'));
     await resumed.result;
 
@@ -218,8 +182,8 @@ describe('run.events()', () => {
   it('streams a model call’s text in batches as it comes, each in history before the call’s answer', async () => {
     const words = Array.from({ length: 40 }, (_, index) => `word${index}`).join(' ');
     // 40 words 40 ms apart: 1.6 s of streaming, so batches at 250 and 750 ms at least.
-    fake.enqueue(textReply(words, { tokenDelayMs: 40 }));
-    const streamed = service.start(spawn.name, { prompt: text('talk slowly'), parent });
+    harness.fake.enqueue(textReply(words, { tokenDelayMs: 40 }));
+    const streamed = harness.service.start(harness.providers.spawn.name, { prompt: text('talk slowly'), parent });
     const seen: SubagentRunEvent[] = [];
     // A reader that stops at the first batch and comes back from its offset + 1.
     for await (const event of streamed.events!()) {
@@ -248,12 +212,12 @@ describe('run.events()', () => {
     const words = Array.from({ length: 40 }, (_, index) => `said${index}`).join(' ');
     // The first call reasons, then calls a tool; the second reasons and answers, 50 words 40 ms
     // apart: batches at 250 ms (reasoning), 750 ms (both) and 1750 ms (text alone).
-    fake.enqueue(
+    harness.fake.enqueue(
       toolCallReply([{ name: 'list_directory', arguments: {} }], { reasoning: 'look first' }),
       textReply(words, { reasoning: thinking, tokenDelayMs: 40 }),
     );
-    const before = fake.requests.length;
-    const run = service.start(spawn.name, { prompt: text('think aloud'), parent });
+    const before = harness.fake.requests.length;
+    const run = harness.service.start(harness.providers.spawn.name, { prompt: text('think aloud'), parent });
     const seen: SubagentRunEvent[] = [];
     await readUntil(run.events!(), seen, 'settled');
     expect((await run.result).output).toEqual([
@@ -274,7 +238,7 @@ describe('run.events()', () => {
     expect(types.lastIndexOf('reasoning-delta')).toBeLessThan(types.indexOf('text-delta'));
     expect(lastReasoning).toBeLessThan(types.lastIndexOf('text'));
     // The second call was sent the first call's tool call, not its reasoning.
-    const second = fake.requests[before + 1]!.body as { messages: { role: string; content: unknown }[] };
+    const second = harness.fake.requests[before + 1]!.body as { messages: { role: string; content: unknown }[] };
     expect(JSON.stringify(second.messages)).not.toContain('look first');
     expect(second.messages.some((message) => message.role === 'assistant')).toBe(true);
     await run.dispose();
@@ -286,7 +250,7 @@ describe('run.events()', () => {
     const rest = new Promise<void>((resolve) => (releaseRest = resolve));
     const words = Array.from({ length: 30 }, (_, index) => `part${index}`).join(' ');
     const answer = heldReply(textReply(words, { tokenDelayMs: 30, hold: { afterWords: 10, until: rest } }));
-    fake.enqueue(
+    harness.fake.enqueue(
       toolCallReply([
         { name: 'list_directory', arguments: {} },
         { name: 'no_such_tool', arguments: {} },
@@ -294,7 +258,10 @@ describe('run.events()', () => {
       secondStep.reply,
       answer.reply,
     );
-    const run = service.start(spawn.name, { prompt: text('list it twice, then talk'), parent });
+    const run = harness.service.start(harness.providers.spawn.name, {
+      prompt: text('list it twice, then talk'),
+      parent,
+    });
     // The first reader stops part way through the second model call's events (usage, a call
     // answered inline): killed there, it has printed the usage and not the call.
     const first = await readerProcess(run.id, 0, 6);
@@ -330,7 +297,7 @@ describe('run.events()', () => {
     await run.dispose();
     expect(await second.closed).toBe(0);
 
-    const whole = await collect(service.attach(run.id).events!({ follow: false }));
+    const whole = await collect(harness.service.attach(run.id).events!({ follow: false }));
     const read = [...first.seen, ...second.seen];
     expect(read.map((event) => event.offset)).toEqual(whole.map((_, index) => index));
     expect(read).toEqual(whole.map(printed));
@@ -341,9 +308,12 @@ describe('run.events()', () => {
   }, 60_000);
 
   it('hands a delegation’s progress to the OpenAI adapter’s onProgress while the parent waits', async () => {
-    const tool = createSubagentTool(service, { provider: spawn.name });
+    const tool = createSubagentTool(harness.service, { provider: harness.providers.spawn.name });
     const words = Array.from({ length: 40 }, (_, index) => `step${index}`).join(' ');
-    fake.enqueue(toolCallReply([{ name: 'list_directory', arguments: {} }]), textReply(words, { tokenDelayMs: 40 }));
+    harness.fake.enqueue(
+      toolCallReply([{ name: 'list_directory', arguments: {} }]),
+      textReply(words, { tokenDelayMs: 40 }),
+    );
     const progress: SubagentRunEvent[] = [];
     const message = await runOpenAIToolCall(
       tool,
@@ -367,16 +337,16 @@ describe('run.events()', () => {
   });
 
   it('ends a turn that no model call ended (the maxStepsPerTurn cap) before the settle point', async () => {
-    const capped = newService(temporal);
+    const capped = newService(harness.temporal);
     capped.registerProvider(
       createSpawnProvider({
-        name: spawn.name,
-        endpoint: spawn.endpoint,
+        name: harness.providers.spawn.name,
+        endpoint: harness.providers.spawn.endpoint,
         runSettings: { maxStepsPerTurn: 1 },
       }),
     );
-    fake.enqueue(toolCallReply([{ name: 'list_directory', arguments: {} }]));
-    const run = capped.start(spawn.name, { prompt: text('list forever'), parent });
+    harness.fake.enqueue(toolCallReply([{ name: 'list_directory', arguments: {} }]));
+    const run = capped.start(harness.providers.spawn.name, { prompt: text('list forever'), parent });
     expect((await run.result).stopReason).toBe('error');
     const all: SubagentRunEvent[] = [];
     await readUntil(run.events!({ follow: false }), all);
@@ -401,7 +371,7 @@ describe('run.events()', () => {
 
   it('refuses an offset that is not one, and an id with no run', async () => {
     await expect(collect(run.events!({ from: -1 }))).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
-    const unknown = service.attach(`${run.id}-nope`);
+    const unknown = harness.service.attach(`${run.id}-nope`);
     await expect(unknown.result).rejects.toMatchObject({ code: 'UNKNOWN_RUN' });
     const refusal = collect(unknown.events!({ follow: false }));
     await expect(refusal).rejects.toBeInstanceOf(SubagentError);

@@ -7,35 +7,14 @@ import { join } from 'node:path';
 import type { Payload } from '@temporalio/common';
 import { runStarted } from '../../src';
 import type { HistoryEvent } from '../../src/temporal/run-history';
-import {
-  type FakeOpenAI,
-  type ScriptedTurnEvent,
-  createScriptedProvider,
-  startFakeOpenAI,
-  textReply,
-  toolCallReply,
-} from '../../src/testing';
+import { type ScriptedTurnEvent, createScriptedProvider, textReply, toolCallReply } from '../../src/testing';
 import { createSpawnProvider } from '../../src/worker';
-import { statusQuery } from '../../workflows/definitions';
-import {
-  type TestTemporal,
-  connectTestTemporal,
-  eventually,
-  newService,
-  startWorker,
-  text,
-  turnGates,
-  uniqueName,
-} from '../helpers/temporal';
+import { fakeModelHarness } from '../helpers/fake-model';
+import { eventually, text, turnGates, uniqueName } from '../helpers/temporal';
 
 const cwd = mkdtempSync(join(tmpdir(), 'subagent-store-once-'));
 writeFileSync(join(cwd, 'notes.txt'), 'tool-output-marker\n');
 
-let fake: FakeOpenAI;
-let spawn: ReturnType<typeof createSpawnProvider>;
-let temporal: TestTemporal;
-let service: ReturnType<typeof newService>;
-let stopWorker: () => Promise<void>;
 const turns: ScriptedTurnEvent[] = [];
 const scripted = createScriptedProvider({
   name: uniqueName('scripted'),
@@ -43,26 +22,14 @@ const scripted = createScriptedProvider({
 });
 const gates = turnGates();
 
-beforeAll(async () => {
-  fake = await startFakeOpenAI();
-  spawn = createSpawnProvider({ name: uniqueName('spawn'), endpoint: { baseURL: fake.baseURL, model: 'fake-model' } });
-  temporal = await connectTestTemporal();
-  stopWorker = await startWorker(temporal, [spawn, scripted]);
-  service = newService(temporal);
-  service.registerProvider(spawn);
-  service.registerProvider(scripted);
-});
-afterAll(async () => {
-  await stopWorker?.();
-  await temporal?.close();
-  await fake?.close();
-});
+const harness = fakeModelHarness((endpoint) => ({
+  spawn: createSpawnProvider({ name: uniqueName('spawn'), endpoint }),
+  scripted,
+}));
 
 /** Resolves once the run holds `count` messages for its child. */
 const queued = (runId: string, count: number) =>
-  eventually(async () =>
-    (await temporal.client.workflow.getHandle(runId).query(statusQuery)).pendingMessages === count ? true : undefined,
-  );
+  eventually(async () => ((await harness.status(runId)).pendingMessages === count ? true : undefined));
 
 /** Occurrences of `marker` in the payloads of the run's history (all its runs): all, and in activity inputs. */
 async function occurrences(runId: string, marker: string): Promise<{ all: number; activityInputs: number }> {
@@ -76,7 +43,7 @@ async function occurrences(runId: string, marker: string): Promise<{ all: number
     }
     return Object.values(value).reduce((sum: number, child) => sum + count(child), 0);
   };
-  for await (const { history } of temporal.client.workflow.list({ query }).intoHistories()) {
+  for await (const { history } of harness.temporal.client.workflow.list({ query }).intoHistories()) {
     for (const event of (history as { events?: HistoryEvent[] }).events ?? []) {
       found.all += count(event);
       found.activityInputs += count(event.activityTaskScheduledEventAttributes?.input);
@@ -86,11 +53,11 @@ async function occurrences(runId: string, marker: string): Promise<{ all: number
 }
 
 it('keeps an LLM child’s tool result and steering message once in history, and the child gets both', async () => {
-  const since = fake.requests.length;
+  const since = harness.fake.requests.length;
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
-  fake.setHandler(async () => {
-    const call = fake.requests.length - since;
+  harness.fake.setHandler(async () => {
+    const call = harness.fake.requests.length - since;
     if (call === 1) return toolCallReply([{ name: 'read_file', arguments: { path: 'notes.txt' } }]);
     // The second call waits for the message, which so joins at the next step boundary.
     if (call === 2) {
@@ -99,17 +66,17 @@ it('keeps an LLM child’s tool result and steering message once in history, and
     }
     return textReply('done');
   });
-  const run = service.start(spawn.name, {
+  const run = harness.service.start(harness.providers.spawn.name, {
     prompt: text('read the notes'),
     parent: { id: 'p', session: { header: { id: 's', cwd } } },
   });
-  await fake.waitForRequests(since + 2);
+  await harness.fake.waitForRequests(since + 2);
   run.sendMessage!(text('steering-marker'));
   await queued(run.id, 1);
   release();
   expect(await run.result).toEqual({ output: text('done'), stopReason: 'completed' });
 
-  const last = fake.requests.at(-1)!.body.messages as { role: string; content: string }[];
+  const last = harness.fake.requests.at(-1)!.body.messages as { role: string; content: string }[];
   expect(last.filter((m) => m.content?.includes('tool-output-marker'))).toHaveLength(1);
   expect(last.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['read the notes', 'steering-marker']);
   // No continue-as-new here: each is in history exactly once, where it entered.
@@ -119,7 +86,7 @@ it('keeps an LLM child’s tool result and steering message once in history, and
 }, 60_000);
 
 it('keeps a turn-based child’s steering message and resume content once in history, and the child gets both', async () => {
-  const run = service.start(scripted.name, {
+  const run = harness.service.start(scripted.name, {
     prompt: text('first'),
     parent: { id: 'p' },
     agentOptions: { script: [{ waitFor: gates.waitFor, reply: 'one' }, { reply: 'two' }, { reply: 'three' }] },
