@@ -95,16 +95,17 @@ const MAX_LAUNCHES = 3;
  * Rejects with `SubagentError('UNAVAILABLE')` if the binary is missing, exits early or does not
  * answer within `startTimeoutMs` (the process is killed then). The caller must `stop()` it.
  *
- * A port is picked free and bound a moment later, by the server: the frontend's here, its other
- * services' by the CLI. Another process may bind one in between (an outgoing connection's
- * ephemeral port, say). A start that fails so is tried again, up to three times in all, with
- * fresh picks, unless the port taken is one the caller chose.
+ * A port is picked free and bound a moment later, by the server: the frontend's here, below the
+ * kernel's ephemeral range (so a restart on it is not beaten to it by an outgoing connection, such
+ * as a client dialling it meanwhile), its other services' by the CLI. Another process may bind one
+ * in between. A start that fails so is tried again, up to three times in all, with fresh picks,
+ * unless the port taken is one the caller chose.
  */
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
   const ip = options.ip ?? '127.0.0.1';
   const chosen = [options.port, options.uiPort, options.metricsPort];
   for (let attempt = 1; ; attempt++) {
-    const launched = await launch(options, ip, options.port ?? (await freePort(ip)));
+    const launched = await launch(options, ip, options.port ?? (await freePortBelowEphemeral(ip)));
     if (!('failure' in launched)) return launched;
     const { failure, takenPort } = launched;
     if (takenPort === undefined || chosen.includes(takenPort) || attempt === MAX_LAUNCHES) throw failure;

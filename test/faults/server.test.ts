@@ -9,7 +9,6 @@ import type { SubagentMessageUndeliveredInfo, SubagentRun } from '../../src';
 import {
   createScriptedProvider,
   DevServer,
-  freePort,
   ReadyProcess,
   ScriptedTurnEvent,
   spawnWorkerProcess,
@@ -25,6 +24,7 @@ import {
   turnGates,
   uniqueName,
 } from '../helpers/temporal';
+import { freePortBelowEphemeral } from '../../src/temporal/dev-server';
 import { statusQuery } from '../../workflows/definitions';
 
 let server: DevServer;
@@ -61,7 +61,8 @@ const turnsStarted = (runIds: string[], turn: number) =>
 
 beforeAll(async () => {
   writeFileSync(eventsFile, '');
-  port = await freePort();
+  // Out of the range the client's own reconnects take their ports from, while the server is down.
+  port = await freePortBelowEphemeral();
   server = await startServer();
   // One connection for the whole file: it outlives every restart of the server on its port.
   temporal = await connectTestTemporal('default', { address: server.address });
