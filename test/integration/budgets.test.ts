@@ -31,12 +31,14 @@ const harness = fakeModelHarness(
 );
 
 const usage = (prompt: number, completion: number) => ({ prompt, completion });
+const startTree = (request: Parameters<typeof harness.service.start>[1]) =>
+  harness.service.start(harness.providers.tree.name, request);
 
 it('refuses a budget that cannot work with INVALID_REQUEST, before any run exists', () => {
   for (const budget of [{ maxTokens: -1 }, { maxTurns: 1.5 }, { deadline: 'tomorrow' }, { maxSpend: 3 }]) {
-    expect(() =>
-      harness.service.start(harness.providers.tree.name, { prompt: text('x'), parent, budget: budget as never }),
-    ).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
+    expect(() => startTree({ prompt: text('x'), parent, budget: budget as never })).toThrow(
+      expect.objectContaining({ code: 'INVALID_REQUEST' }),
+    );
   }
 });
 
@@ -49,7 +51,7 @@ it('hands a nested run what remains of the budget: the grandchild hits maxTokens
     // The grandchild's one call spends more than was left to it.
     toolCallReply([{ name: 'list_directory', arguments: {} }], { usage: usage(80, 5) }),
   );
-  const root = harness.service.start(harness.providers.tree.name, {
+  const root = startTree({
     prompt: text('go'),
     parent,
     budget: { maxTokens: 100 },
@@ -94,7 +96,7 @@ it('hands a nested run what remains of the budget: the grandchild hits maxTokens
 
 it('charges a call cancelled mid-stream with what it had used by then', async () => {
   harness.fake.enqueue(textReply(Array.from({ length: 200 }, (_, i) => `word${i}`).join(' '), { tokenDelayMs: 50 }));
-  const run = harness.service.start(harness.providers.tree.name, {
+  const run = startTree({
     prompt: text('talk at length'),
     parent,
     budget: { maxTokens: 10_000 },
@@ -113,7 +115,7 @@ it('charges a call cancelled mid-stream with what it had used by then', async ()
 it('charges nothing for a call cancelled while it waits out a 429: no request of it was out', async () => {
   harness.fake.enqueue(errorReply(429, 'slow down', { headers: { 'retry-after': '60' } }));
   const before = harness.fake.requests.length;
-  const run = harness.service.start(harness.providers.tree.name, {
+  const run = startTree({
     prompt: text('wait your turn'),
     parent,
     budget: { maxTokens: 10_000 },
@@ -134,7 +136,7 @@ it("records in the audit each model call's cost, what a call cancelled mid-strea
     toolCallReply([{ name: 'list_directory', arguments: {} }], { usage: usage(8, 2) }),
     textReply(Array.from({ length: 200 }, (_, i) => `word${i}`).join(' '), { tokenDelayMs: 50 }),
   );
-  const run = harness.service.start(harness.providers.tree.name, { prompt: text('look, then talk at length'), parent });
+  const run = startTree({ prompt: text('look, then talk at length'), parent });
   for await (const event of run.events!()) if (event.type === 'text-delta') break;
   run.cancel('enough');
   expect((await run.result).stopReason).toBe('aborted');
@@ -174,7 +176,7 @@ it("records in the audit each model call's cost, what a call cancelled mid-strea
 
 it('ends a run at its deadline, a model call in flight included, aborted with the reason', async () => {
   harness.fake.enqueue(textReply('too late', { delayMs: 5_000 }));
-  const run = harness.service.start(harness.providers.tree.name, {
+  const run = startTree({
     prompt: text('slowly'),
     parent,
     budget: { deadline: Date.now() + 1_000 },
@@ -185,7 +187,7 @@ it('ends a run at its deadline, a model call in flight included, aborted with th
 }, 30_000);
 
 it('refuses to begin a run whose budget is already spent', async () => {
-  const run = harness.service.start(harness.providers.tree.name, {
+  const run = startTree({
     prompt: text('x'),
     parent,
     budget: { maxModelCalls: 0 },
