@@ -105,10 +105,21 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const ip = options.ip ?? '127.0.0.1';
   const chosen = [options.port, options.uiPort, options.metricsPort];
   for (let attempt = 1; ; attempt++) {
-    const launched = await launch(options, ip, options.port ?? (await freePortBelowEphemeral(ip)));
+    const launched = await launch(options, ip, options.port ?? (await pickPort(ip)));
     if (!('failure' in launched)) return launched;
     const { failure, takenPort } = launched;
     if (takenPort === undefined || chosen.includes(takenPort) || attempt === MAX_LAUNCHES) throw failure;
+  }
+}
+
+/** The frontend's port on `ip`; an address the server could not listen on either is `UNAVAILABLE`. */
+async function pickPort(ip: string): Promise<number> {
+  try {
+    return await freePortBelowEphemeral(ip);
+  } catch (err) {
+    throw new SubagentError(`temporal dev server cannot listen on ${ip}: ${(err as Error).message}`, 'UNAVAILABLE', {
+      cause: err,
+    });
   }
 }
 
@@ -231,9 +242,13 @@ export function freePort(ip = '127.0.0.1'): Promise<number> {
 export async function freePortBelowEphemeral(ip = '127.0.0.1'): Promise<number> {
   for (;;) {
     const port = 20_000 + randomInt(12_000);
-    const free = await new Promise<boolean>((resolvePort) => {
+    const free = await new Promise<boolean>((resolvePort, reject) => {
       const server = createServer();
-      server.once('error', () => resolvePort(false));
+      // A port in use is tried again; any other failure (an address not on this host) would fail
+      // at every port.
+      server.once('error', (err: NodeJS.ErrnoException) =>
+        err.code === 'EADDRINUSE' || err.code === 'EACCES' ? resolvePort(false) : reject(err),
+      );
       server.listen(port, ip, () => server.close(() => resolvePort(true)));
     });
     if (free) return port;

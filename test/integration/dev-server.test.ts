@@ -150,12 +150,18 @@ describe('startDevServer', () => {
     }
   });
 
-  it("picks a port for a server that restarts on it below the kernel's ephemeral range, and free", async () => {
+  it("picks a port for a server that restarts on it below the kernel's ephemeral range, and free; an address not on this host fails at once", async () => {
     const port = await freePortBelowEphemeral();
     expect(port).toBeLessThan(ephemeralLow());
     const server = createServer();
     await new Promise<void>((listening) => server.listen(port, '127.0.0.1', listening));
     await new Promise((closed) => server.close(closed));
+    // An address not on this host fails at once, as at every port it would (a documentation address).
+    await expect(freePortBelowEphemeral('203.0.113.1')).rejects.toMatchObject({ code: 'EADDRNOTAVAIL' });
+    await expect(startDevServer({ ip: '203.0.113.1' })).rejects.toMatchObject({
+      code: 'UNAVAILABLE',
+      message: expect.stringContaining('cannot listen on 203.0.113.1'),
+    });
   });
 
   it('fails with UNAVAILABLE and the reason when the binary does not exist', async () => {
