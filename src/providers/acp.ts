@@ -2,7 +2,8 @@
 // as a durable child. Each turn runs the agent as a child process of the worker and drives it
 // over stdio with the official SDK: initialize, session/new (or session/load to continue), then
 // prompts. Messages sent meanwhile become the next prompt at the turn boundary. The process never
-// outlives the turn: it is stopped on every path (EOF, then SIGTERM, then SIGKILL).
+// outlives the turn: it is stopped on every path (EOF, then SIGTERM, then SIGKILL), and so are the
+// processes it started (it leads a process group of its own).
 import { ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { isAbsolute, relative } from 'node:path';
 import { Readable, Transform, Writable } from 'node:stream';
@@ -193,6 +194,8 @@ class AgentProcess {
   private connection!: Acp.ClientConnection;
   private stopping: Promise<void> | undefined;
   private readonly exit: Promise<{ code: number | null; signal: string | null }>;
+  /** Once its pipes have ended too: all it wrote has been read. */
+  private readonly closed: Promise<unknown>;
 
   private constructor(
     readonly acp: typeof Acp,
@@ -205,8 +208,15 @@ class AgentProcess {
      */
     private readonly run: RunSide,
   ) {
-    this.exit = new Promise((resolve) => child.once('close', (code, signal) => resolve({ code, signal })));
+    // 'exit', not 'close' alone: a process the agent started may hold its pipes open long after it
+    // is gone. A command that could not be spawned has only 'close'.
+    this.exit = new Promise((resolve) => {
+      const ended = (code: number | null, signal: string | null) => resolve({ code, signal });
+      child.once('exit', ended).once('close', ended);
+    });
+    this.closed = new Promise((resolve) => child.once('close', resolve));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (this.stderr = (this.stderr + chunk).slice(-2000)));
+    void this.exit.then(() => this.reapAfterExit());
   }
 
   /** Spawns the agent and connects to it; a command that cannot run fails the first request. */
@@ -217,6 +227,8 @@ class AgentProcess {
       cwd,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
+      // A process group of its own, so that stopping it stops whatever it started too.
+      detached: true,
     });
     const agent = new AgentProcess(acp, child, options, cwd, run);
     agent.connect();
@@ -327,19 +339,47 @@ class AgentProcess {
     setTimeout(() => void this.stop(), this.options.killGraceMs ?? 2000).unref();
   }
 
-  /** EOF on stdin, then SIGTERM, then SIGKILL, each after the grace; resolves once it has exited. Idempotent. */
+  /**
+   * EOF on stdin, then SIGTERM, then SIGKILL, each after the grace, to its whole process group;
+   * resolves once it has exited (what it started is killed then). Idempotent.
+   */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       const grace = this.options.killGraceMs ?? 2000;
       this.connection.close();
       this.child.stdin.end();
       if (await this.exitedWithin(grace)) return;
-      this.child.kill('SIGTERM');
+      this.signalGroup('SIGTERM');
       if (await this.exitedWithin(grace)) return;
-      this.child.kill('SIGKILL');
+      this.signalGroup('SIGKILL');
       await this.exit;
     })();
     return this.stopping;
+  }
+
+  /**
+   * Once the agent has exited, what it left in its process group is killed, and its pipes end
+   * within the grace even if something outside the group still holds them: no request waits
+   * for an answer from a process that is gone.
+   */
+  private reapAfterExit(): void {
+    this.signalGroup('SIGKILL');
+    const grace = this.options.killGraceMs ?? 2000;
+    setTimeout(() => {
+      this.connection.close(new Error('the ACP agent exited, but its stdout stayed open'));
+      this.child.stdout.destroy();
+      this.child.stderr.destroy();
+    }, grace).unref();
+  }
+
+  /** `signal` to the agent and every process in its group; a group that is gone already is no fault. */
+  private signalGroup(signal: NodeJS.Signals): void {
+    if (this.child.pid === undefined) return;
+    try {
+      process.kill(-this.child.pid, signal);
+    } catch {
+      this.child.kill(signal);
+    }
   }
 
   /** A sentence on how the process ended, if it did within `ms`. */
@@ -349,6 +389,8 @@ class AgentProcess {
       new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), ms)),
     ]);
     if (!ended) return '';
+    // What it wrote to stderr before it went: the pipe ends soon after (its group is killed).
+    await Promise.race([this.closed, new Promise((resolve) => setTimeout(resolve, ms))]);
     return ended.signal ? ` (the agent was killed by ${ended.signal})` : ` (the agent exited with code ${ended.code})`;
   }
 

@@ -1,0 +1,105 @@
+// The acp provider against ACP agents that misbehave (test/fixtures/hostile-acp-agent.ts, a test
+// double speaking raw JSON-RPC in a real child process), through a real worker: every run ends
+// with a stop reason and leaves no process behind, the agent's own children included.
+import { appendFileSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { AcpProviderOptions, createAcpProvider } from '../../src/worker';
+import {
+  connectTestTemporal,
+  eventually,
+  fixture,
+  FRESH_PROCESS_WITHIN_MS,
+  newService,
+  startWorker,
+  TestTemporal,
+  text,
+  uniqueName,
+} from '../helpers/temporal';
+
+let temporal: TestTemporal;
+let service: ReturnType<typeof newService>;
+const stops: (() => Promise<void>)[] = [];
+const cwd = mkdtempSync(join(tmpdir(), 'subagent-acp-hostile-'));
+
+beforeAll(async () => {
+  temporal = await connectTestTemporal();
+  service = newService(temporal);
+});
+afterAll(async () => {
+  for (const stop of stops) await stop();
+  await temporal?.close();
+});
+
+interface AgentEvent {
+  event: string;
+  pid: number;
+  grandchild?: number;
+}
+
+/** An acp provider running the hostile agent in `mode`, hosted by a fresh worker. */
+async function hostileAgent(mode: string, options: Partial<AcpProviderOptions> = {}) {
+  const log = join(mkdtempSync(join(tmpdir(), 'subagent-acp-hostile-log-')), 'agent.jsonl');
+  appendFileSync(log, '');
+  const provider = createAcpProvider({
+    name: uniqueName('acp-hostile'),
+    command: process.execPath,
+    args: ['--import', pathToFileURL(require.resolve('tsx')).href, fixture('hostile-acp-agent')],
+    env: { HOSTILE_ACP: mode, HOSTILE_ACP_LOG: log },
+    killGraceMs: 500,
+    initializeTimeoutMs: 5000,
+    runSettings: { heartbeatTimeout: '2 seconds', retry: { maximumAttempts: 1 } },
+    ...options,
+  });
+  stops.push(await startWorker(temporal, [provider], { heartbeatIntervalMs: 200 }));
+  service.registerProvider(provider);
+  const events = () =>
+    readFileSync(log, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as AgentEvent);
+  const start = () =>
+    service.start(provider.name, { prompt: text('go'), parent: { id: 'p', session: { header: { id: 's', cwd } } } });
+  return { events, start };
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** The agent's pid and those of the processes it started, once it has logged them. */
+async function processesOf(events: () => AgentEvent[]): Promise<number[]> {
+  const grandchild = await eventually(
+    () => events().find((e) => e.event === 'grandchild')?.grandchild,
+    FRESH_PROCESS_WITHIN_MS,
+  );
+  return [events().find((e) => e.event === 'start')!.pid, grandchild];
+}
+
+it('settles error when the agent exits mid-prompt while a process it started holds its stdout, and kills that process', async () => {
+  const agent = await hostileAgent('orphan-holds-stdout');
+  const run = agent.start();
+  const pids = await processesOf(agent.events);
+  const result = await run.result;
+  expect(result.stopReason).toBe('error');
+  expect(result.diagnostic).toContain('exited with code 0');
+  await eventually(() => (pids.some(alive) ? undefined : true), 5000);
+  await run.dispose();
+});
+
+it('cancels an agent that hangs and ignores SIGTERM, killing the processes it started too', async () => {
+  const agent = await hostileAgent('orphan-then-hang');
+  const run = agent.start();
+  const pids = await processesOf(agent.events);
+  await eventually(() => agent.events().find((e) => e.event === 'hanging'));
+  run.cancel('no longer needed');
+  expect((await run.result).stopReason).toBe('aborted');
+  await eventually(() => (pids.some(alive) ? undefined : true), 5000);
+  await run.dispose();
+});
