@@ -43,7 +43,7 @@ export interface AcpProviderOptions {
   allowAlways?: boolean;
   /** Offer the agent file reading and writing, confined to the run's cwd. Default off. */
   fileSystem?: { read?: boolean; write?: boolean };
-  /** How long the agent may take to answer `initialize`. Default 30 s. */
+  /** How long the agent may take to answer `initialize`, and then `session/new` or `session/load`. Default 30 s. */
   initializeTimeoutMs?: number;
   /** After a cancel, how long the agent may take to stop before SIGTERM, and SIGTERM before SIGKILL. Default 2 s. */
   killGraceMs?: number;
@@ -128,12 +128,18 @@ async function acpTurn(
     if (previous && !canLoad && ctx.turn > 0 && ctx.attempt === 1) {
       return failed('NOT_RESUMABLE: the ACP agent cannot resume its session: it does not advertise loadSession');
     }
+    const setupMs = options.initializeTimeoutMs ?? 30_000;
     let sessionId: string;
     if (previous && canLoad) {
-      await agent.request('session/load', { sessionId: previous, cwd, mcpServers: [] });
+      await agent.within(setupMs, 'answer session/load', () =>
+        agent.request('session/load', { sessionId: previous, cwd, mcpServers: [] }),
+      );
       sessionId = previous;
     } else {
-      sessionId = ((await agent.request('session/new', { cwd, mcpServers: [] })) as Acp.NewSessionResponse).sessionId;
+      const created = (await agent.within(setupMs, 'answer session/new', () =>
+        agent.request('session/new', { cwd, mcpServers: [] }),
+      )) as Acp.NewSessionResponse;
+      sessionId = created.sessionId;
     }
     agent.sessionId = sessionId;
     ctx.heartbeat({ sessionId } satisfies AcpSessionState);

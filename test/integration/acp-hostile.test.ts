@@ -103,3 +103,12 @@ it('cancels an agent that hangs and ignores SIGTERM, killing the processes it st
   await eventually(() => (pids.some(alive) ? undefined : true), 5000);
   await run.dispose();
 });
+
+it('settles error when the agent never answers session/new', async () => {
+  const agent = await hostileAgent('hang-session-new', { initializeTimeoutMs: 3000 });
+  const run = agent.start();
+  const result = await run.result;
+  expect(result.stopReason).toBe('error');
+  expect(result.diagnostic).toContain('did not answer session/new within 3000 ms');
+  await run.dispose();
+});
