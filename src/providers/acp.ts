@@ -8,6 +8,7 @@ import { ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { isAbsolute, relative } from 'node:path';
 import { Readable, Transform, Writable } from 'node:stream';
 import type * as Acp from '@agentclientprotocol/sdk';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '../seam/constants';
 import type { ContentBlock } from '../seam/content';
 import type { SubagentRunSettings, SubagentTurnContext, SubagentTurnProvider } from '../seam/provider';
 import type { SubagentPermissionDecision, SubagentStopReason, SubagentTurnResult } from '../seam/result';
@@ -45,6 +46,12 @@ export interface AcpProviderOptions {
   fileSystem?: { read?: boolean; write?: boolean };
   /** How long the agent may take to answer `initialize`, and then `session/new` or `session/load`. Default 30 s. */
   initializeTimeoutMs?: number;
+  /**
+   * The most text and thought one prompt may stream, in bytes; past it the turn ends `error` and
+   * the agent is stopped. Default the payload limit (`DEFAULT_MAX_PAYLOAD_BYTES`): more could not
+   * be returned anyway.
+   */
+  maxOutputBytes?: number;
   /** After a cancel, how long the agent may take to stop before SIGTERM, and SIGTERM before SIGKILL. Default 2 s. */
   killGraceMs?: number;
   taskQueue?: string;
@@ -197,6 +204,8 @@ class AgentProcess {
   private badLines: string[] = [];
   private chunks: string[] = [];
   private thoughts: string[] = [];
+  /** Bytes of text and thought the current prompt has streamed. */
+  private outputBytes = 0;
   private connection!: Acp.ClientConnection;
   private stopping: Promise<void> | undefined;
   private readonly exit: Promise<{ code: number | null; signal: string | null }>;
@@ -261,6 +270,12 @@ class AgentProcess {
       .client({ name: 'durable-subagents' })
       .onNotification(acp.methods.client.session.update, ({ params }) => {
         const { update } = params;
+        const streamed =
+          (update.sessionUpdate === 'agent_message_chunk' || update.sessionUpdate === 'agent_thought_chunk') &&
+          update.content.type === 'text'
+            ? update.content.text
+            : undefined;
+        if (streamed !== undefined && !this.withinOutputLimit(streamed)) return;
         if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text') {
           this.chunks.push(update.content.text);
           this.run.streamText?.(update.content.text);
@@ -316,12 +331,25 @@ class AgentProcess {
   ): Promise<{ stopReason: string; text: string; reasoning: string }> {
     this.chunks = [];
     this.thoughts = [];
+    this.outputBytes = 0;
     const blocks = messages
       .flat()
       .flatMap((block) => (block.type === 'text' ? [{ type: 'text' as const, text: block.text }] : []));
     const response = (await this.request('session/prompt', { sessionId, prompt: blocks })) as Acp.PromptResponse;
     this.lastStopReason = response.stopReason;
     return { stopReason: response.stopReason, text: this.chunks.join(''), reasoning: this.thoughts.join('') };
+  }
+
+  /**
+   * Whether `text` fits in what the current prompt may still stream (`maxOutputBytes`); once it
+   * does not, the connection closes with a failure saying so, which ends the prompt.
+   */
+  private withinOutputLimit(text: string): boolean {
+    const limit = this.options.maxOutputBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
+    this.outputBytes += Buffer.byteLength(text);
+    if (this.outputBytes <= limit) return true;
+    this.connection.close(new Error(`the ACP agent streamed more than ${limit} bytes of text in one prompt`));
+    return false;
   }
 
   /** `op`, or a failure naming what the agent did not do within `ms`. */

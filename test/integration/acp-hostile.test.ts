@@ -112,3 +112,14 @@ it('settles error when the agent never answers session/new', async () => {
   expect(result.diagnostic).toContain('did not answer session/new within 3000 ms');
   await run.dispose();
 });
+
+it('ends the turn with error once a flood of session updates passes the output limit, and stops the agent', async () => {
+  const agent = await hostileAgent('flood-chunks', { maxOutputBytes: 1024 * 1024 });
+  const run = agent.start();
+  const result = await run.result;
+  expect(result.stopReason).toBe('error');
+  expect(result.diagnostic).toContain('more than 1048576 bytes');
+  const pid = agent.events().find((e) => e.event === 'start')!.pid;
+  await eventually(() => (alive(pid) ? undefined : true), 5000);
+  await run.dispose();
+});
