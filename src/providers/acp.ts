@@ -255,14 +255,19 @@ class AgentProcess {
     const spawnFailed = new Promise<never>((_, reject) => child.once('error', reject));
     spawnFailed.catch(() => undefined);
     // Lines that are not JSON-RPC are noted (and skipped by the SDK) rather than lost silently.
+    // A read may end inside a line: only what starts a line is judged.
+    let atLineStart = true;
     const tap = new Transform({
       transform: (chunk: Buffer, _encoding, done) => {
-        for (const line of chunk.toString('utf8').split('\n')) {
+        const text = chunk.toString('utf8');
+        text.split('\n').forEach((line, index) => {
           const trimmed = line.trim();
-          if (trimmed && !trimmed.startsWith('{') && this.badLines.length < 3) {
+          const starts = index > 0 || atLineStart;
+          if (starts && trimmed && !trimmed.startsWith('{') && this.badLines.length < 3) {
             this.badLines.push(trimmed.slice(0, 200));
           }
-        }
+        });
+        if (text.length > 0) atLineStart = text.endsWith('\n');
         done(null, chunk);
       },
     });

@@ -123,3 +123,11 @@ it('ends the turn with error once a flood of session updates passes the output l
   await eventually(() => (alive(pid) ? undefined : true), 5000);
   await run.dispose();
 });
+
+it('takes a long, deeply nested session update in its stride, and does not call it malformed', async () => {
+  // 400 KB on one line: it reaches the worker in many reads.
+  const agent = await hostileAgent('deep-nesting');
+  const run = agent.start();
+  expect(await run.result).toEqual({ output: text('done'), stopReason: 'completed' });
+  await run.dispose();
+});
