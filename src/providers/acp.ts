@@ -274,6 +274,9 @@ class AgentProcess {
     const app = acp
       .client({ name: 'durable-subagents' })
       .onNotification(acp.methods.client.session.update, ({ params }) => {
+        // Only the session this turn prompts: not another session's, nor the history a
+        // session/load replays before the session is this turn's.
+        if (params.sessionId !== this.sessionId) return;
         const { update } = params;
         const streamed =
           (update.sessionUpdate === 'agent_message_chunk' || update.sessionUpdate === 'agent_thought_chunk') &&

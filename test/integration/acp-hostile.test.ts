@@ -36,6 +36,8 @@ interface AgentEvent {
   event: string;
   pid: number;
   grandchild?: number;
+  id?: unknown;
+  code?: number;
 }
 
 /** An acp provider running the hostile agent in `mode`, hosted by a fresh worker. */
@@ -129,5 +131,14 @@ it('takes a long, deeply nested session update in its stride, and does not call 
   const agent = await hostileAgent('deep-nesting');
   const run = agent.start();
   expect(await run.result).toEqual({ output: text('done'), stopReason: 'completed' });
+  await run.dispose();
+});
+
+it('answers a request for a method it lacks with an error, and keeps updates for another session out of the output', async () => {
+  const agent = await hostileAgent('protocol-garbage');
+  const run = agent.start();
+  expect(await run.result).toEqual({ output: text('done'), stopReason: 'completed' });
+  // JSON-RPC's method not found, for `x/unknown`.
+  expect(agent.events()).toContainEqual(expect.objectContaining({ event: 'response', id: 'u1', code: -32601 }));
   await run.dispose();
 });
