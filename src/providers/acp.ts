@@ -42,6 +42,11 @@ export interface AcpProviderOptions {
   askToolKinds?: string[];
   /** Let an allowed request be remembered by the agent (`allow_always`). Default false: each is asked. */
   allowAlways?: boolean;
+  /**
+   * The most permission requests one turn may make; past it the turn ends `error` and the agent is
+   * stopped. Each decision is an event in the run's history, which the server caps. Default 1000.
+   */
+  maxPermissionRequests?: number;
   /** Offer the agent file reading and writing, confined to the run's cwd. Default off. */
   fileSystem?: { read?: boolean; write?: boolean };
   /** How long the agent may take to answer `initialize`, and then `session/new` or `session/load`. Default 30 s. */
@@ -206,6 +211,8 @@ class AgentProcess {
   private thoughts: string[] = [];
   /** Bytes of text and thought the current prompt has streamed. */
   private outputBytes = 0;
+  /** Permission requests the agent has made this turn. */
+  private permissionRequests = 0;
   private connection!: Acp.ClientConnection;
   private stopping: Promise<void> | undefined;
   private readonly exit: Promise<{ code: number | null; signal: string | null }>;
@@ -477,6 +484,12 @@ class AgentProcess {
    * history before the agent hears it; a decision that cannot be recorded is a rejection.
    */
   private async decide(params: Acp.RequestPermissionRequest): Promise<Acp.RequestPermissionResponse> {
+    const limit = this.options.maxPermissionRequests ?? 1000;
+    if (++this.permissionRequests > limit) {
+      // Neither decided nor recorded: the turn ends here.
+      this.connection.close(new Error(`the ACP agent asked for permission more than ${limit} times in one turn`));
+      return { outcome: { outcome: 'cancelled' } };
+    }
     const { toolCall } = params;
     const kind = toolCall.kind ?? undefined;
     const paths = requestedPaths(toolCall);

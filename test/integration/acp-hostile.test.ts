@@ -142,3 +142,18 @@ it('answers a request for a method it lacks with an error, and keeps updates for
   expect(agent.events()).toContainEqual(expect.objectContaining({ event: 'response', id: 'u1', code: -32601 }));
   await run.dispose();
 });
+
+it('ends the turn with error once the agent asks for permission more than maxPermissionRequests times, recording no more', async () => {
+  // 2,000 requests at once; each recorded one is an event in the run's history, which has a limit.
+  const agent = await hostileAgent('permission-flood', { maxPermissionRequests: 50 });
+  const run = agent.start();
+  const result = await run.result;
+  expect(result.stopReason).toBe('error');
+  expect(result.diagnostic).toContain('asked for permission more than 50 times in one turn');
+  const { events } = await temporal.client.workflow.getHandle(run.id).fetchHistory();
+  const recorded = (events ?? []).filter(
+    (e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'permissionDecided',
+  );
+  expect(recorded.length).toBeLessThanOrEqual(50);
+  await run.dispose();
+});
