@@ -95,6 +95,22 @@ it('settles error when the agent exits mid-prompt while a process it started hol
   await run.dispose();
 });
 
+it('settles error when the agent exits while a process out of its group holds its stdout', async () => {
+  const agent = await hostileAgent('escaped-holds-stdout');
+  const run = agent.start();
+  const [, escaped] = await processesOf(agent.events);
+  try {
+    const result = await run.result;
+    expect(result.stopReason).toBe('error');
+    expect(result.diagnostic).toContain('its stdout stayed open');
+    expect(result.diagnostic).toContain('exited with code 0');
+  } finally {
+    // Out of the agent's group, nothing of the provider's reaches it.
+    process.kill(escaped, 'SIGKILL');
+  }
+  await run.dispose();
+});
+
 it('cancels an agent that hangs and ignores SIGTERM, killing the processes it started too', async () => {
   const agent = await hostileAgent('orphan-then-hang');
   const run = agent.start();
