@@ -186,6 +186,11 @@ async function acpTurn(
     };
   } catch (err) {
     if (ctx.signal.aborted) throw err;
+    if (agent.spawnError) {
+      return failed(
+        `the ACP agent's command ${JSON.stringify(options.command)} could not be started: ${agent.spawnError.message}`,
+      );
+    }
     const ended = await agent.exited(500);
     return {
       ...failed(`${(err as Error).message}${ended}${agent.stderrTail()}`),
@@ -205,6 +210,8 @@ class AgentProcess {
   /** The session the turn prompts, once created or loaded. */
   sessionId: string | undefined;
   lastStopReason = '';
+  /** Why the command could not be started, if it could not. */
+  spawnError: Error | undefined;
   private stderr = '';
   private badLines: string[] = [];
   private chunks: string[] = [];
@@ -332,7 +339,10 @@ class AgentProcess {
         Readable.toWeb(stdout) as ReadableStream<Uint8Array>,
       ),
     );
-    void spawnFailed.catch((err: Error) => this.connection.close(err));
+    void spawnFailed.catch((err: Error) => {
+      if (child.pid === undefined) this.spawnError = err;
+      this.connection.close(err);
+    });
   }
 
   request(method: string, params: unknown): Promise<unknown> {

@@ -1,7 +1,7 @@
 // The acp provider against ACP agents that misbehave (test/fixtures/hostile-acp-agent.ts, a test
 // double speaking raw JSON-RPC in a real child process), through a real worker: every run ends
 // with a stop reason and leaves no process behind, the agent's own children included.
-import { appendFileSync, mkdtempSync, readFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -22,6 +22,8 @@ let temporal: TestTemporal;
 let service: ReturnType<typeof newService>;
 const stops: (() => Promise<void>)[] = [];
 const cwd = mkdtempSync(join(tmpdir(), 'subagent-acp-hostile-'));
+const notExecutable = join(cwd, 'agent.sh');
+writeFileSync(notExecutable, '#!/bin/sh\n', { mode: 0o644 });
 
 beforeAll(async () => {
   temporal = await connectTestTemporal();
@@ -171,5 +173,20 @@ it('ends the turn with error once the agent asks for permission more than maxPer
     (e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'permissionDecided',
   );
   expect(recorded.length).toBeLessThanOrEqual(50);
+  await run.dispose();
+});
+
+it.each([
+  ['does not exist', () => join(cwd, 'no-such-agent'), 'ENOENT'],
+  ['is not executable', () => notExecutable, 'EACCES'],
+])('settles error at once when the command %s, saying it could not be started', async (_case, command, code) => {
+  const agent = await hostileAgent('', { command: command(), args: [] });
+  const run = agent.start();
+  const result = await run.result;
+  expect(result.stopReason).toBe('error');
+  expect(result.diagnostic).toContain(`command ${JSON.stringify(command())} could not be started`);
+  expect(result.diagnostic).toContain(code);
+  // It never ran, so it never exited.
+  expect(result.diagnostic).not.toContain('exited');
   await run.dispose();
 });
