@@ -176,6 +176,22 @@ it('ends the turn with error once the agent asks for permission more than maxPer
   await run.dispose();
 });
 
+it('reads a flood on stderr as it comes, so an agent that writes 64 MiB there before answering is answered', async () => {
+  const agent = await hostileAgent('stderr-flood');
+  const run = agent.start();
+  expect(await run.result).toEqual({ output: text('done'), stopReason: 'completed' });
+  await run.dispose();
+});
+
+it('settles error when the agent writes a line longer than the SDK takes (40 MiB, no newline)', async () => {
+  const agent = await hostileAgent('huge-line');
+  const run = agent.start();
+  const result = await run.result;
+  expect(result.stopReason).toBe('error');
+  expect(result.diagnostic).toContain('exceeds the configured 33554432 byte limit');
+  await run.dispose();
+});
+
 it.each([
   ['does not exist', () => join(cwd, 'no-such-agent'), 'ENOENT'],
   ['is not executable', () => notExecutable, 'EACCES'],
