@@ -136,7 +136,7 @@ async function acpTurn(
         clientInfo: { name: 'durable-subagents', version: '0.1.0' },
       }),
     )) as Acp.InitializeResponse;
-    const canLoad = init.agentCapabilities?.loadSession === true;
+    const canLoad = init?.agentCapabilities?.loadSession === true;
     if (previous && !canLoad && ctx.turn > 0 && ctx.attempt === 1) {
       return failed('NOT_RESUMABLE: the ACP agent cannot resume its session: it does not advertise loadSession');
     }
@@ -150,7 +150,10 @@ async function acpTurn(
     } else {
       const created = (await agent.within(setupMs, 'answer session/new', () =>
         agent.request('session/new', { cwd, mcpServers: [] }),
-      )) as Acp.NewSessionResponse;
+      )) as Acp.NewSessionResponse | null;
+      if (typeof created?.sessionId !== 'string' || created.sessionId === '') {
+        throw new Error('the ACP agent answered session/new without a sessionId');
+      }
       sessionId = created.sessionId;
     }
     agent.sessionId = sessionId;
@@ -360,7 +363,11 @@ class AgentProcess {
     const blocks = messages
       .flat()
       .flatMap((block) => (block.type === 'text' ? [{ type: 'text' as const, text: block.text }] : []));
-    const response = (await this.request('session/prompt', { sessionId, prompt: blocks })) as Acp.PromptResponse;
+    const response = (await this.request('session/prompt', { sessionId, prompt: blocks })) as Acp.PromptResponse | null;
+    // The SDK does not check what the agent answers.
+    if (typeof response?.stopReason !== 'string') {
+      throw new Error('the ACP agent answered session/prompt without a stopReason');
+    }
     this.lastStopReason = response.stopReason;
     return { stopReason: response.stopReason, text: this.chunks.join(''), reasoning: this.thoughts.join('') };
   }

@@ -206,3 +206,29 @@ it.each([
   expect(result.diagnostic).not.toContain('exited');
   await run.dispose();
 });
+
+it('stays cancellable while the agent floods tool call updates', async () => {
+  const agent = await hostileAgent('flood-tool-calls');
+  const run = agent.start();
+  await eventually(() => agent.events().find((e) => e.event === 'flooding'), FRESH_PROCESS_WITHIN_MS);
+  // A while of flooding: the worker must still heartbeat, and so hear the cancel.
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  run.cancel('enough');
+  expect((await run.result).stopReason).toBe('aborted');
+  const pid = agent.events().find((e) => e.event === 'start')!.pid;
+  await eventually(() => (alive(pid) ? undefined : true), 5000);
+  await run.dispose();
+});
+
+it.each([
+  ['session/new answered without a sessionId', 'no-session-id', 'session/new'],
+  ['a prompt answered without a stopReason', 'no-stop-reason', 'stopReason'],
+])('settles error on %s, naming what is missing', async (_case, mode, missing) => {
+  const agent = await hostileAgent(mode);
+  const run = agent.start();
+  const result = await run.result;
+  expect(result).toMatchObject({ output: [], stopReason: 'error' });
+  expect(result.diagnostic).toContain(missing);
+  expect(result.diagnostic).not.toContain('undefined');
+  await run.dispose();
+});
