@@ -5,6 +5,7 @@
 // outlives the turn: it is stopped on every path (EOF, then SIGTERM, then SIGKILL), and so are the
 // processes it started (it leads a process group of its own).
 import { ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { stat } from 'node:fs/promises';
 import { isAbsolute, relative } from 'node:path';
 import { Readable, Transform, Writable } from 'node:stream';
 import type * as Acp from '@agentclientprotocol/sdk';
@@ -120,9 +121,29 @@ async function acpTurn(
       `the acp provider needs an absolute working directory (the parent's session cwd or the provider's cwd); got ${cwd ?? 'none'}`,
     );
   }
+  // The caller names the cwd: spawn would throw at a NUL byte (a retry would throw again), and
+  // blame the command for a directory that is missing.
+  const where = `the working directory ${JSON.stringify(cwd)}`;
+  if (cwd.includes('\0')) return failed(`${where} holds a NUL byte`);
+  if (
+    !(await stat(cwd).then(
+      (found) => found.isDirectory(),
+      () => false,
+    ))
+  ) {
+    return failed(`${where} is not a directory on this worker`);
+  }
   // A retried turn (its worker died) and a resumed segment continue the session they had.
   const previous = ((ctx.lastHeartbeat ?? ctx.providerState) as AcpSessionState | undefined)?.sessionId;
-  const agent = await AgentProcess.start(options, cwd, ctx);
+  let agent: AgentProcess;
+  try {
+    agent = await AgentProcess.start(options, cwd, ctx);
+  } catch (err) {
+    // Arguments spawn refuses at once (a NUL byte in the command or its environment).
+    return failed(
+      `the ACP agent's command ${JSON.stringify(options.command)} could not be started: ${(err as Error).message}`,
+    );
+  }
   const onAbort = () => agent.cancel();
   ctx.signal.addEventListener('abort', onAbort, { once: true });
   try {

@@ -63,8 +63,11 @@ async function hostileAgent(mode: string, options: Partial<AcpProviderOptions> =
       .split('\n')
       .filter(Boolean)
       .map((line) => JSON.parse(line) as AgentEvent);
-  const start = () =>
-    service.start(provider.name, { prompt: text('go'), parent: { id: 'p', session: { header: { id: 's', cwd } } } });
+  const start = (inCwd = cwd) =>
+    service.start(provider.name, {
+      prompt: text('go'),
+      parent: { id: 'p', session: { header: { id: 's', cwd: inCwd } } },
+    });
   return { events, start };
 }
 
@@ -230,5 +233,21 @@ it.each([
   expect(result).toMatchObject({ output: [], stopReason: 'error' });
   expect(result.diagnostic).toContain(missing);
   expect(result.diagnostic).not.toContain('undefined');
+  await run.dispose();
+});
+
+it.each([
+  ['does not exist on the worker', join(cwd, 'gone'), 'is not a directory on this worker'],
+  ['holds a NUL byte', `${cwd}/a\0b`, 'holds a NUL byte'],
+])('settles error, retrying nothing, when the working directory %s', async (_case, where, reason) => {
+  // The turn's own retry policy (no cap on attempts): a turn that threw would be tried again and again.
+  const agent = await hostileAgent('', {
+    runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' } },
+  });
+  const run = agent.start(where);
+  const result = await run.result;
+  expect(result.stopReason).toBe('error');
+  expect(result.diagnostic).toContain(`the working directory ${JSON.stringify(where)} ${reason}`);
+  expect(agent.events()).toEqual([]);
   await run.dispose();
 });
