@@ -251,3 +251,14 @@ it.each([
   expect(agent.events()).toEqual([]);
   await run.dispose();
 });
+
+it('cancels a run whose agent hangs in initialize, ignoring EOF and SIGTERM, well before the initialize timeout', async () => {
+  const agent = await hostileAgent('hang-initialize', { initializeTimeoutMs: 120_000 });
+  const run = agent.start();
+  await eventually(() => agent.events().find((e) => e.event === 'hanging'), FRESH_PROCESS_WITHIN_MS);
+  run.cancel('no longer needed');
+  expect((await run.result).stopReason).toBe('aborted');
+  const pid = agent.events().find((e) => e.event === 'start')!.pid;
+  await eventually(() => (alive(pid) ? undefined : true), 5000);
+  await run.dispose();
+});
