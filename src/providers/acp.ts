@@ -244,6 +244,8 @@ class AgentProcess {
   private outputBytes = 0;
   /** Permission requests the agent has made this turn. */
   private permissionRequests = 0;
+  /** The file reads before the next one. */
+  private reads: Promise<unknown> = Promise.resolve();
   private connection!: Acp.ClientConnection;
   private stopping: Promise<void> | undefined;
   private readonly exit: Promise<{ code: number | null; signal: string | null }>;
@@ -333,15 +335,17 @@ class AgentProcess {
       .onRequest(acp.methods.client.session.requestPermission, ({ params }) => this.decide(params))
       .onRequest(acp.methods.client.fs.readTextFile, async ({ params }) => {
         if (!this.options.fileSystem?.read) throw acp.RequestError.methodNotFound('fs/read_text_file');
-        const text = await this.confined(params.path, async (root, path) => {
-          const { handle, size } = await root.openFile(path);
-          try {
-            if (size > MAX_FILE_BYTES) throw new ToolPathError(`${path} is ${size} bytes, over ${MAX_FILE_BYTES}`);
-            return (await handle.readFile()).toString('utf8');
-          } finally {
-            await handle.close();
-          }
-        });
+        const text = await this.oneReadAtATime(() =>
+          this.confined(params.path, async (root, path) => {
+            const { handle, size } = await root.openFile(path);
+            try {
+              if (size > MAX_FILE_BYTES) throw new ToolPathError(`${path} is ${size} bytes, over ${MAX_FILE_BYTES}`);
+              return (await handle.readFile()).toString('utf8');
+            } finally {
+              await handle.close();
+            }
+          }),
+        );
         const lines = text.split('\n');
         const start = (params.line ?? 1) - 1;
         return { content: lines.slice(start, params.limit ? start + params.limit : undefined).join('\n') };
@@ -403,6 +407,31 @@ class AgentProcess {
     if (this.outputBytes <= limit) return true;
     this.connection.close(new Error(`the ACP agent streamed more than ${limit} bytes of text in one prompt`));
     return false;
+  }
+
+  /**
+   * `read` after the reads before it, once the agent has taken what was sent to it: the SDK
+   * answers every request at once, so reads an agent asks for and never takes would all be held
+   * in memory (up to 16 MiB each); so at most one answer waits in the pipe.
+   */
+  private oneReadAtATime<T>(read: () => Promise<T>): Promise<T> {
+    const next = this.reads.then(async () => {
+      // The answer before reaches stdin a few microtasks after its handler returned.
+      await new Promise((resolve) => setImmediate(resolve));
+      const { stdin } = this.child;
+      if (stdin.writableNeedDrain && !stdin.destroyed) {
+        await new Promise<void>((resolve) => {
+          const taken = () => {
+            stdin.off('drain', taken).off('close', taken);
+            resolve();
+          };
+          stdin.on('drain', taken).on('close', taken);
+        });
+      }
+      return read();
+    });
+    this.reads = next.catch(() => undefined);
+    return next;
   }
 
   /** `op`, or a failure naming what the agent did not do within `ms`. */

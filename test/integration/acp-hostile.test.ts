@@ -42,15 +42,15 @@ interface AgentEvent {
   code?: number;
 }
 
-/** An acp provider running the hostile agent in `mode`, hosted by a fresh worker. */
-async function hostileAgent(mode: string, options: Partial<AcpProviderOptions> = {}) {
+/** An acp provider running the hostile agent in `mode` (with `env` besides), hosted by a fresh worker. */
+async function hostileAgent(mode: string, { env, ...options }: Partial<AcpProviderOptions> = {}) {
   const log = join(mkdtempSync(join(tmpdir(), 'subagent-acp-hostile-log-')), 'agent.jsonl');
   appendFileSync(log, '');
   const provider = createAcpProvider({
     name: uniqueName('acp-hostile'),
     command: process.execPath,
     args: ['--import', pathToFileURL(require.resolve('tsx')).href, fixture('hostile-acp-agent')],
-    env: { HOSTILE_ACP: mode, HOSTILE_ACP_LOG: log },
+    env: { HOSTILE_ACP: mode, HOSTILE_ACP_LOG: log, ...env },
     killGraceMs: 500,
     initializeTimeoutMs: 5000,
     runSettings: { heartbeatTimeout: '2 seconds', retry: { maximumAttempts: 1 } },
@@ -260,5 +260,30 @@ it('cancels a run whose agent hangs in initialize, ignoring EOF and SIGTERM, wel
   expect((await run.result).stopReason).toBe('aborted');
   const pid = agent.events().find((e) => e.event === 'start')!.pid;
   await eventually(() => (alive(pid) ? undefined : true), 5000);
+  await run.dispose();
+});
+
+it('reads files for an agent one at a time, as it takes the answers, so 60 reads it never takes hold little memory', async () => {
+  const big = join(cwd, 'big.txt');
+  writeFileSync(big, 'z'.repeat(8 * 1024 * 1024));
+  const agent = await hostileAgent('read-flood', {
+    env: { HOSTILE_ACP_READ: big },
+    fileSystem: { read: true },
+  });
+  const before = process.memoryUsage().rss;
+  const run = agent.start();
+  await eventually(() => agent.events().find((e) => e.event === 'flooding'), FRESH_PROCESS_WITHIN_MS);
+  // 60 answers of 8 MiB held at once are over 1 GiB; taken one at a time, a few of them at most.
+  let peak = 0;
+  const sample = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss - before)), 50);
+  try {
+    await expect(eventually(() => (peak > 400 * 1024 * 1024 ? true : undefined), 5000)).rejects.toThrow(
+      'condition not met',
+    );
+  } finally {
+    clearInterval(sample);
+  }
+  run.cancel('enough');
+  expect((await run.result).stopReason).toBe('aborted');
   await run.dispose();
 });
