@@ -5,6 +5,7 @@ import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { AcpProviderOptions, createAcpProvider } from '../../src/worker';
 import {
   connectTestTemporal,
@@ -214,8 +215,15 @@ it('stays cancellable while the agent floods tool call updates', async () => {
   const agent = await hostileAgent('flood-tool-calls');
   const run = agent.start();
   await eventually(() => agent.events().find((e) => e.event === 'flooding'), FRESH_PROCESS_WITHIN_MS);
-  // A while of flooding: the worker must still heartbeat, and so hear the cancel.
-  await new Promise((resolve) => setTimeout(resolve, 3000));
+  // The worker must still heartbeat while it floods (the turn's heartbeat timeout is 2 s), and so
+  // hear the cancel: wait for a heartbeat the server took past that timeout into the flood.
+  const flooding = Date.now();
+  const handle = temporal.client.workflow.getHandle(run.id);
+  await eventually(async () => {
+    const { raw } = await handle.describe();
+    const beat = optionalTsToMs(raw.pendingActivities?.[0]?.lastHeartbeatTime);
+    return beat !== undefined && beat > flooding + 2500 ? true : undefined;
+  }, 15_000);
   run.cancel('enough');
   expect((await run.result).stopReason).toBe('aborted');
   const pid = agent.events().find((e) => e.event === 'start')!.pid;
