@@ -9,6 +9,7 @@ import {
   WorkflowUpdateRPCTimeoutOrCancelledError,
 } from '@temporalio/client';
 import {
+  SUBAGENT_RUN_WORKFLOW,
   type SegmentOutcome,
   type SegmentResultReply,
   disposeUpdate,
@@ -21,6 +22,7 @@ import {
 import type { subagentRunWorkflow } from '../../workflows/subagent-run';
 import type { ContentBlock } from '../seam/content';
 import { SubagentError } from '../seam/errors';
+import { wellFormedText } from '../seam/json';
 import { RUN_SPEND } from '../seam/budget';
 import type { SubagentResult } from '../seam/result';
 import type { SubagentLogger, SubagentRun, SubagentRunEvent, SubagentRunEventsOptions } from '../seam/run';
@@ -94,7 +96,7 @@ export class RunHandle {
           // A keyed start that joined a running run could not start it cancelled: cancel it now.
           if (!applied && stopAtStart === 'cancelled') this.requestCancel();
         })
-      : Promise.resolve();
+      : this.assertSubagentRun();
     const result = this.started
       .then(() => this.awaitOutcome())
       .then((outcome) => {
@@ -124,6 +126,28 @@ export class RunHandle {
     Object.defineProperty(run, STARTED, { value: this.started });
     Object.defineProperty(run, RUN_SPEND, { get: () => this.outcome?.spend });
     this.run = run;
+  }
+
+  /**
+   * An attached id names a workflow this handle did not start: it may be another type's (its id
+   * only looks like a run's). Resolves once the server shows a subagent run there; rejects with
+   * `UNKNOWN_RUN` otherwise, before any call (cancel, message, dispose, events) reaches it, and
+   * rides out an unreachable server as waiting for a result does.
+   */
+  private async assertSubagentRun(): Promise<void> {
+    const { runId } = this.init;
+    let type: string;
+    try {
+      ({ type } = await this.ridingOutOutages(
+        () => this.handle.describe(),
+        (err) => err instanceof WorkflowNotFoundError,
+      ));
+    } catch (err) {
+      throw toSubagentError(err, runId);
+    }
+    if (type !== SUBAGENT_RUN_WORKFLOW) {
+      throw new SubagentError(`"${runId}" is not a subagent run: it is a workflow of type "${type}"`, 'UNKNOWN_RUN');
+    }
   }
 
   /** The run's progress events, once it exists on the server (see `runEvents`). */
@@ -231,7 +255,7 @@ export class RunHandle {
         workflowExecution: { workflowId: this.init.runId },
         identity: this.context.client.options.identity,
         requestId: randomUUID(),
-        reason: this.cancelReason ?? 'subagent cancelled',
+        reason: cancelReasonOf(this.cancelReason),
       })
       .catch((err: unknown) => {
         // The run may have closed meanwhile: then there is nothing left to cancel.
@@ -439,6 +463,18 @@ async function workflowExists(handle: WorkflowHandle): Promise<boolean> {
     if (err instanceof WorkflowNotFoundError) return false;
     throw err;
   }
+}
+
+/** The longest cancel reason sent; a longer one is cut (the server keeps it in the run's history). */
+const MAX_CANCEL_REASON_CHARS = 4096;
+
+/**
+ * The reason a cancel request carries: protobuf text, so well-formed (a lone surrogate failed the
+ * whole request, and the run was never cancelled) and of bounded length; not a string, the default.
+ */
+function cancelReasonOf(reason: unknown): string {
+  if (typeof reason !== 'string' || reason === '') return 'subagent cancelled';
+  return wellFormedText(reason.slice(0, MAX_CANCEL_REASON_CHARS));
 }
 
 /** The pause before an update held by a fault is sent again. */

@@ -20,7 +20,7 @@ import type { subagentRunWorkflow } from '../../workflows/subagent-run';
 import { RUN_ID_PREFIX, defaultTaskQueue, modelTaskQueue } from '../seam/constants';
 import { defaultPayloadLimit } from '../temporal/payload-store';
 import { SubagentError, causeChain } from '../seam/errors';
-import { canonicalJson } from '../seam/json';
+import { canonicalJson, isWellFormedText } from '../seam/json';
 import { requestedModel } from '../seam/delegation';
 import type {
   SubagentAgentProvider,
@@ -328,7 +328,8 @@ export class TemporalSubagentService {
   /**
    * A handle on an existing run, e.g. after the caller restarted: `result` resolves with its
    * current segment's result (the last one if the run has closed) and rejects with `UNKNOWN_RUN`
-   * if no such run exists. `sendMessage`/`resume` follow the provider's descriptor when it is
+   * if no such run exists, or the id names a workflow of another type (then no call on the handle
+   * reaches it). `sendMessage`/`resume` follow the provider's descriptor when it is
    * registered here; otherwise both are present and the run refuses what its provider lacks.
    */
   attach(runId: string): SubagentRun {
@@ -337,6 +338,10 @@ export class TemporalSubagentService {
         `"${runId}" is not a subagent run id (they start with "${RUN_ID_PREFIX}")`,
         'UNKNOWN_RUN',
       );
+    }
+    // No run's id has a lone surrogate, and the server cannot even be asked about one.
+    if (!isWellFormedText(runId)) {
+      throw new SubagentError(`"${runId}" is not a subagent run id (it is not well-formed text)`, 'UNKNOWN_RUN');
     }
     const provider = runId.slice(RUN_ID_PREFIX.length, runId.lastIndexOf(':'));
     const descriptor = this.providers.get(provider)?.descriptor;

@@ -3,7 +3,7 @@
 import { payloadLimitViolation } from '../seam/constants';
 import type { ContentBlock, JsonObject } from '../seam/content';
 import { SubagentDepthError, SubagentError } from '../seam/errors';
-import { describeValue, isPlainObject, jsonCopy, jsonViolation, omitUndefined } from '../seam/json';
+import { describeValue, isPlainObject, isWellFormedText, jsonCopy, jsonViolation, omitUndefined } from '../seam/json';
 import type {
   ResolvedSubagentBudget,
   ResolvedSubagentRequest,
@@ -167,8 +167,16 @@ function parentRef(parent: unknown): SubagentParentRef {
   }
   const cwd = header?.cwd;
   if (cwd !== undefined && typeof cwd !== 'string') invalid('request.parent.session.header.cwd must be a string');
-  if (runId !== undefined && typeof runId !== 'string') invalid('request.parent.runId must be a string');
-  if (rootRunId !== undefined && typeof rootRunId !== 'string') invalid('request.parent.rootRunId must be a string');
+  for (const [field, value] of [
+    ['runId', runId],
+    ['rootRunId', rootRunId],
+  ] as const) {
+    if (value !== undefined && !isWorkflowId(value)) {
+      invalid(
+        `request.parent.${field} must be a run id: well-formed text of 1 to ${MAX_WORKFLOW_ID_BYTES} bytes (got ${describeText(value)})`,
+      );
+    }
+  }
   return omitUndefined({
     agentId: id,
     sessionId: header?.id as string | undefined,
@@ -239,6 +247,30 @@ function optionalJsonObject(value: unknown, path: string): JsonObject | undefine
   const notJson = jsonViolation(value, path);
   if (notJson) invalid(notJson);
   return jsonCopy(value as JsonObject);
+}
+
+/**
+ * The longest workflow id the server takes by default (`limit.maxIDLength`, in bytes). The run
+ * signals its parent by this id and indexes it: one the server refuses fails every workflow task.
+ */
+const MAX_WORKFLOW_ID_BYTES = 1000;
+
+/** A string the server takes as a workflow id: non-empty, well-formed, within its length limit. */
+function isWorkflowId(value: unknown): value is string {
+  return (
+    typeof value === 'string' &&
+    value !== '' &&
+    isWellFormedText(value) &&
+    Buffer.byteLength(value, 'utf8') <= MAX_WORKFLOW_ID_BYTES
+  );
+}
+
+/** A value for an error message, a long string cut short. */
+function describeText(value: unknown): string {
+  if (typeof value !== 'string') return describeValue(value);
+  return value.length > 40
+    ? `${JSON.stringify(value.slice(0, 40))}… (${value.length} characters)`
+    : JSON.stringify(value);
 }
 
 function isNonNegativeInteger(value: unknown): value is number {

@@ -1,7 +1,8 @@
 // Bad input gets a clear, typed error at once and loses nothing: no workflow exists afterwards.
 // Runs in its own namespace so the workflow count through the client is this file's alone.
-import { SubagentError, type SubagentStartRequest } from '../../src';
+import { SubagentError, type SubagentStartRequest, runStarted } from '../../src';
 import { createScriptedProvider } from '../../src/testing';
+import { temporal } from '@temporalio/proto';
 import { statusQuery } from '../../workflows/definitions';
 import { eventually, newService, testRuns, text, uniqueName } from '../helpers/temporal';
 
@@ -118,6 +119,24 @@ const cases: [string, unknown, string, string][] = [
     'request.signal must be an AbortSignal',
   ],
   [
+    "the parent's run id has a lone surrogate (the worker could not encode its signal to the parent, and shut down)",
+    { ...valid, parent: { id: 'p', runId: 'subagent-x:\ud800' } },
+    'INVALID_REQUEST',
+    'request.parent.runId must be a run id',
+  ],
+  [
+    "the parent's run id is 10,000 characters (the server refused the run's signal to it at every workflow task)",
+    { ...valid, parent: { id: 'p', runId: 'r'.repeat(10_000) } },
+    'INVALID_REQUEST',
+    'request.parent.runId must be a run id',
+  ],
+  [
+    "the parent's root run id is empty",
+    { ...valid, parent: { id: 'p', rootRunId: '' } },
+    'INVALID_REQUEST',
+    'request.parent.rootRunId must be a run id',
+  ],
+  [
     'the prompt is over the payload limit',
     { ...valid, prompt: text(oversized) },
     'PAYLOAD_TOO_LARGE',
@@ -193,5 +212,52 @@ it('refuses a resume whose conversation outgrew the payload limit with PAYLOAD_T
   await expect(tooBig.result).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
   const status = await runs.temporal.client.workflow.getHandle(run.id).query(statusQuery);
   expect(status.phase).toBe('parked');
+  await run.dispose();
+});
+
+describe('attach with ids that are not ours', () => {
+  it('refuses a workflow of another type whose id looks like a run with UNKNOWN_RUN, and no call on the handle reaches it', async () => {
+    // A workflow no worker runs: a watch of it as a run waited (and queried it) forever.
+    const id = `subagent-${scripted.name}:${uniqueName('not-a-run')}`;
+    const other = await runs.temporal.client.workflow.start('someOtherWorkflow', {
+      workflowId: id,
+      taskQueue: uniqueName('nobody-polls'),
+      args: ['not a run input'],
+    });
+    const run = runs.service.attach(id);
+    run.cancel('stop it');
+    run.sendMessage!(text('hello'));
+    await expect(run.result).rejects.toMatchObject({
+      code: 'UNKNOWN_RUN',
+      message: expect.stringContaining('someOtherWorkflow'),
+    });
+    await expect(run.events!()[Symbol.asyncIterator]().next()).rejects.toMatchObject({ code: 'UNKNOWN_RUN' });
+    await run.dispose();
+    const { status } = await other.describe();
+    expect(status.name).toBe('RUNNING');
+    const events = (await other.fetchHistory()).events ?? [];
+    const EventType = temporal.api.enums.v1.EventType;
+    expect(events.map((event) => event.eventType)).not.toContain(
+      EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED,
+    );
+    expect(events.map((event) => event.eventType)).not.toContain(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED);
+    await other.terminate('test over');
+  });
+
+  it('refuses an id with a lone surrogate with UNKNOWN_RUN, synchronously (the server cannot be asked about it)', () => {
+    expect(() => runs.service.attach(`subagent-${scripted.name}:\ud800`)).toThrow(
+      expect.objectContaining({ code: 'UNKNOWN_RUN' }),
+    );
+  });
+});
+
+it('cancels with a reason of any text: a lone surrogate in it no longer loses the cancel', async () => {
+  const run = runs.service.start(scripted.name, {
+    ...valid,
+    agentOptions: { script: [{ delayMs: 20_000, reply: 'too late' }] },
+  });
+  await runStarted(run);
+  run.cancel('stop \ud800 now');
+  expect(await run.result).toMatchObject({ stopReason: 'aborted' });
   await run.dispose();
 });
