@@ -1,6 +1,7 @@
 // What every `subagents` command shares: parsed flags, output (human or `--json`), exit codes,
 // and a client connection to the configured server.
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
+import { SUBAGENT_RUN_WORKFLOW } from '../../workflows/definitions';
 import { type SubagentClientConnection, connectClient } from '../client/connect';
 import { TemporalSubagentService } from '../client/service';
 import { BUILTIN_PROVIDERS, builtinProvider } from '../providers/from-env';
@@ -100,12 +101,23 @@ function descriptorOf(provider: SubagentProviderDescriptor): SubagentProviderDes
   });
 }
 
-/** The run's description; an unknown id is exit 3. */
+/**
+ * The run's description; an unknown id is exit 3, and so is a workflow of another type (its id
+ * only looks like a run's), before a command signals or cancels it.
+ */
 export async function describeOrUnknown(handle: ReturnType<Client['workflow']['getHandle']>, id: string) {
+  let description;
   try {
-    return await handle.describe();
+    description = await handle.describe();
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) throw new CliError(`no subagent run with id "${id}"`, EXIT.unknownRun);
     throw err;
   }
+  if (description.type !== SUBAGENT_RUN_WORKFLOW) {
+    throw new CliError(
+      `no subagent run with id "${id}": it is a workflow of type "${description.type}"`,
+      EXIT.unknownRun,
+    );
+  }
+  return description;
 }

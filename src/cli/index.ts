@@ -3,7 +3,7 @@
 // worker; the other commands talk to the configured server (TEMPORAL_ADDRESS or a Temporal CLI
 // profile; default 127.0.0.1:7233, where `dev` listens) and never load the Temporal worker.
 // Human output by default, `--json` for scripts; exit codes in USAGE below.
-import { parseArgs } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { SubagentError } from '../seam/errors';
 import { ensureSearchAttributes } from '../temporal/search-attributes';
 import { auditExport, auditKeygen, auditVerify } from './audit';
@@ -43,8 +43,18 @@ exit codes: 0 done; 1 the run ended without completing (approve, deny: decided a
             2 usage error; 3 unknown run or approval request;
             4 Temporal server unreachable; 5 audit verification failed; 6 any other error`;
 
+/** `parseArgs`, its refusals (an unknown option, a missing value) as usage errors, exit 2. */
+function parseFlags<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
+  try {
+    return parseArgs(config);
+  } catch (err) {
+    if (!String((err as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_')) throw err;
+    throw new CliError(`${(err as Error).message}\n\n${USAGE}`, EXIT.usage);
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseFlags({
     args: argv,
     allowPositionals: true,
     options: {

@@ -565,6 +565,40 @@ it('says so with documented exit codes for an unknown run, an unreachable server
   expect(both.stderr).toContain('usage: subagents logs <id> [--follow|--no-follow], not both');
 });
 
+it('treats a workflow of another type as an unknown run (exit 3): cancel, send and show leave it alone', async () => {
+  const id = `subagent-${scripted.name}:${uniqueName('not-a-run')}`;
+  const other = await temporal.client.workflow.start('someOtherWorkflow', {
+    workflowId: id,
+    taskQueue: uniqueName('nobody-polls'),
+    args: ['not a run input'],
+  });
+  for (const args of [
+    ['cancel', id],
+    ['send', id, 'hello'],
+    ['show', id],
+  ]) {
+    const outcome = await cli(args);
+    expect({ args, code: outcome.code }).toEqual({ args, code: 3 });
+    expect(outcome.stderr).toContain('it is a workflow of type "someOtherWorkflow"');
+  }
+  const events = (await other.fetchHistory()).events ?? [];
+  expect(events.map((event) => event.eventType)).toEqual([
+    proto.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,
+    proto.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+  ]);
+  await other.terminate('test over');
+});
+
+it('refuses an unknown option or an option without its value as a usage error (exit 2)', async () => {
+  const unknown = await cli(['list', '--no-such-flag']);
+  expect(unknown.code).toBe(2);
+  expect(unknown.stderr).toContain("Unknown option '--no-such-flag'");
+  expect(unknown.stderr).toContain('usage: subagents <command>');
+  const noValue = await cli(['list', '--limit']);
+  expect(noValue.code).toBe(2);
+  expect(noValue.stderr).toContain("Option '--limit <value>' argument missing");
+});
+
 it('runs `subagents dev`: the embedded server and a worker that serve a delegation, until SIGTERM', async () => {
   const port = await freePort();
   const cwd = mkdtempSync(join(tmpdir(), 'subagent-dev-'));
