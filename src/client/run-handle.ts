@@ -31,7 +31,7 @@ import { approveRequest } from './run-approvals';
 import { runEvents } from './run-events';
 import { type ObservedOutcome, OutcomeQueryMissing, segmentOutcome } from './run-outcomes';
 import { isTaskFailing, isUnreachable, isUpdateDropped, toSubagentError } from './temporal-errors';
-import { assertPayloadWithin, contentBlocks } from './validate';
+import { assertPayloadWithin, contentBlocks, readCallerInput } from './validate';
 
 export interface RunHandleContext {
   client: Client;
@@ -303,7 +303,7 @@ export class RunHandle {
   }
 
   private sendMessage(content: ContentBlock[]): void {
-    const message = contentBlocks(content, 'content');
+    const message = readCallerInput('the message', () => contentBlocks(content, 'content'));
     assertPayloadWithin({ content: message }, this.context.maxPayloadBytes, 'the message');
     if (this.outcome) {
       throw new SubagentError(
@@ -342,7 +342,7 @@ export class RunHandle {
   }
 
   private resume(content: ContentBlock[]): SubagentRun {
-    const message = contentBlocks(content, 'content');
+    const message = readCallerInput('the resume content', () => contentBlocks(content, 'content'));
     assertPayloadWithin({ content: message }, this.context.maxPayloadBytes, 'the resume content');
     const outcome = this.outcome;
     const refusal = this.disposed

@@ -33,7 +33,7 @@ import type { SubagentLogger, SubagentRun } from '../seam/run';
 import { SubagentEventListener, SubagentEventName, SubagentEvents } from './events';
 import { RunHandle, RunHandleContext, StopAtStart, withinDeadline } from './run-handle';
 import { resolveRunSettings } from './run-settings';
-import { assertPayloadWithin, resolveStartRequest } from './validate';
+import { assertPayloadWithin, readCallerInput, resolveStartRequest } from './validate';
 
 /** Deadline of the call that creates a run or a resume on the server. */
 const DEFAULT_START_TIMEOUT_MS = 10_000;
@@ -174,30 +174,34 @@ export class TemporalSubagentService {
       );
     }
     const { descriptor } = provider;
-    for (const [field, capability] of CAPABILITY_CHECKS) {
-      if (request?.[field] !== undefined && !descriptor.capabilities[capability]) {
-        throw new SubagentError(
-          `subagent provider "${name}" does not support the "${capability}" capability`,
-          'UNSUPPORTED_CAPABILITY',
-        );
+    // The caller's own objects are read here, once: a getter or a Proxy that throws is bad input
+    // like any other, before the run exists.
+    const { input, key, signal } = readCallerInput('the start request', () => {
+      for (const [field, capability] of CAPABILITY_CHECKS) {
+        if (request?.[field] !== undefined && !descriptor.capabilities[capability]) {
+          throw new SubagentError(
+            `subagent provider "${name}" does not support the "${capability}" capability`,
+            'UNSUPPORTED_CAPABILITY',
+          );
+        }
       }
-    }
-    const input: SubagentRunInput = {
-      provider: name,
-      driver: descriptor.driver ?? 'turns',
-      request: resolveStartRequest(request, {
-        seedFromParent: descriptor.inheritsParentContext,
-        ...(descriptor.toolNames ? { toolNames: descriptor.toolNames } : {}),
-      }),
-      settings: provider.settings,
-      steering: descriptor.steering ?? false,
-      ...(descriptor.steeringWithinTurn ? { steeringWithinTurn: true } : {}),
-      resumable: descriptor.resumable ?? false,
-      ...(rateLimited(descriptor) ? { modelTaskQueue: modelTaskQueue(provider.taskQueue) } : {}),
-    };
-    assertModelNamed(descriptor, input.request);
-    assertPayloadWithin(input, this.context.maxPayloadBytes, 'the start request');
-    const key = idempotencyKeyOf(request);
+      const input: SubagentRunInput = {
+        provider: name,
+        driver: descriptor.driver ?? 'turns',
+        request: resolveStartRequest(request, {
+          seedFromParent: descriptor.inheritsParentContext,
+          ...(descriptor.toolNames ? { toolNames: descriptor.toolNames } : {}),
+        }),
+        settings: provider.settings,
+        steering: descriptor.steering ?? false,
+        ...(descriptor.steeringWithinTurn ? { steeringWithinTurn: true } : {}),
+        resumable: descriptor.resumable ?? false,
+        ...(rateLimited(descriptor) ? { modelTaskQueue: modelTaskQueue(provider.taskQueue) } : {}),
+      };
+      assertModelNamed(descriptor, input.request);
+      assertPayloadWithin(input, this.context.maxPayloadBytes, 'the start request');
+      return { input, key: idempotencyKeyOf(request), signal: listenable(request.signal) };
+    });
 
     const runId = `${RUN_ID_PREFIX}${name}:${key === undefined ? randomUUID() : `key-${sha256(key)}`}`;
     const workflow = this.options.client.workflow;
@@ -287,12 +291,10 @@ export class TemporalSubagentService {
       }
       return false;
     }
-    const { signal } = request;
     if (signal?.aborted) handle.run.cancel('subagent cancelled');
     else if (signal) {
-      const onAbort = () => handle.run.cancel('subagent cancelled');
-      signal.addEventListener('abort', onAbort, { once: true });
-      handle.run.result.finally(() => signal.removeEventListener('abort', onAbort)).catch(() => undefined);
+      signal.onAbort = () => handle.run.cancel('subagent cancelled');
+      handle.run.result.finally(() => signal.removeListener()).catch(() => undefined);
     }
     return handle.run;
   }
@@ -378,6 +380,23 @@ function assertModelNamed(descriptor: SubagentProviderDescriptor, request: Resol
     `subagent provider "${descriptor.name}" has no model to call: set SUBAGENT_MODEL (or its endpoint's model), the request's agentOptions.model, or the parent's options.model`,
     'INVALID_CONFIG',
   );
+}
+
+/**
+ * The request's abort signal, listened to before the run exists, so a signal that cannot be
+ * listened to fails the start with nothing created. `onAbort` is set once the run's handle is.
+ */
+function listenable(
+  signal: AbortSignal | undefined,
+): { aborted: boolean; onAbort?: () => void; removeListener(): void } | undefined {
+  if (signal === undefined) return undefined;
+  const listening: { aborted: boolean; onAbort?: () => void; removeListener(): void } = {
+    aborted: signal.aborted === true,
+    removeListener: () => signal.removeEventListener('abort', listener),
+  };
+  const listener = () => listening.onAbort?.();
+  if (!listening.aborted) signal.addEventListener('abort', listener, { once: true });
+  return listening;
 }
 
 function idempotencyKeyOf(request: SubagentStartRequest): string | undefined {

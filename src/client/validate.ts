@@ -116,6 +116,21 @@ export function contentBlocks(value: unknown, path: string): ContentBlock[] {
   return jsonCopy(value as ContentBlock[]);
 }
 
+/**
+ * `read()`, what the caller passed in read and checked; anything other than our own error that
+ * reading it throws (a getter, a Proxy trap) is `INVALID_REQUEST`, with that error as its cause.
+ */
+export function readCallerInput<T>(what: string, read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    if (err instanceof SubagentError) throw err;
+    throw new SubagentError(`${what} could not be read: ${(err as Error)?.message ?? String(err)}`, 'INVALID_REQUEST', {
+      cause: err,
+    });
+  }
+}
+
 /** Throws `PAYLOAD_TOO_LARGE` when `value` would not fit in one payload of `limit` bytes. */
 export function assertPayloadWithin(value: unknown, limit: number, what: string): void {
   const violation = payloadLimitViolation(value, limit, what);

@@ -137,6 +137,48 @@ const cases: [string, unknown, string, string][] = [
     'request.parent.rootRunId must be a run id',
   ],
   [
+    "the signal's addEventListener throws (the run was started all the same)",
+    {
+      ...valid,
+      signal: {
+        aborted: false,
+        addEventListener: () => {
+          throw new Error('no listeners here');
+        },
+        removeEventListener: () => undefined,
+      },
+    },
+    'INVALID_REQUEST',
+    'the start request could not be read: no listeners here',
+  ],
+  [
+    'reading the prompt throws (a getter)',
+    Object.defineProperty({ parent }, 'prompt', {
+      enumerable: true,
+      get: () => {
+        throw new Error('no prompt here');
+      },
+    }),
+    'INVALID_REQUEST',
+    'the start request could not be read: no prompt here',
+  ],
+  [
+    'agentOptions is a Proxy whose traps throw',
+    {
+      ...valid,
+      agentOptions: new Proxy(
+        {},
+        {
+          ownKeys: () => {
+            throw new Error('no keys here');
+          },
+        },
+      ),
+    },
+    'INVALID_REQUEST',
+    'the start request could not be read: no keys here',
+  ],
+  [
     'the prompt is over the payload limit',
     { ...valid, prompt: text(oversized) },
     'PAYLOAD_TOO_LARGE',
@@ -185,9 +227,26 @@ describe('messages and resumes with bad input', () => {
       expect.objectContaining({ code: 'INVALID_REQUEST' }),
     );
     expect(() => run.sendMessage!(text(oversized))).toThrow(expect.objectContaining({ code: 'PAYLOAD_TOO_LARGE' }));
+    const unreadable = [
+      Object.defineProperty({ type: 'text' }, 'text', {
+        enumerable: true,
+        get: () => {
+          throw new Error('no text here');
+        },
+      }),
+    ];
+    expect(() => run.sendMessage!(unreadable as never)).toThrow(
+      expect.objectContaining({ code: 'INVALID_REQUEST', message: 'the message could not be read: no text here' }),
+    );
     expect(await run.result).toEqual({ output: text('hello'), stopReason: 'completed' });
     expect(() => run.resume!([] as never)).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
     expect(() => run.resume!(text(oversized))).toThrow(expect.objectContaining({ code: 'PAYLOAD_TOO_LARGE' }));
+    expect(() => run.resume!(unreadable as never)).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_REQUEST',
+        message: 'the resume content could not be read: no text here',
+      }),
+    );
     const resumed = run.resume!(text('still resumable'));
     expect(await resumed.result).toEqual({
       output: text('scripted reply to: still resumable'),
