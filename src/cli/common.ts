@@ -44,6 +44,20 @@ export function need(value: string | undefined, usage: string): string {
   return value;
 }
 
+/** The whole number an option gives, at least `min`; undefined when it is not given. Otherwise a usage error, exit 2. */
+export function wholeNumberOption(flags: Flags, name: string, min: number): number | undefined {
+  const value = flags.values[name];
+  if (value === undefined) return undefined;
+  const number = typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(number) || number < min) {
+    throw new CliError(
+      `usage: --${name} takes a whole number of ${min} or more (got ${JSON.stringify(value)})`,
+      EXIT.usage,
+    );
+  }
+  return number;
+}
+
 /** How long a command waits for the server to answer before it says it is unreachable. */
 const CONNECT_TIMEOUT_MS = 5000;
 

@@ -11,14 +11,14 @@ import { runStarted } from '../client/run-handle';
 import { RUN_ID_PREFIX } from '../seam/constants';
 import { type ContentBlock, textContent, textOf } from '../seam/content';
 import type { SubagentResult, SubagentSpend } from '../seam/result';
-import { CliError, EXIT, Flags, describeOrUnknown, out, serviceFor } from './common';
+import { CliError, EXIT, Flags, describeOrUnknown, out, serviceFor, wholeNumberOption } from './common';
 
 export async function start(flags: Flags, client: Client, provider: string, prompt: string): Promise<number> {
   const service = serviceFor(client, provider);
   const schema = flags.values.schema
     ? (JSON.parse(readFileSync(String(flags.values.schema), 'utf8')) as Record<string, unknown>)
     : undefined;
-  const maxDepth = flags.values['max-depth'] === undefined ? undefined : Number(flags.values['max-depth']);
+  const maxDepth = wholeNumberOption(flags, 'max-depth', 0);
   // No working directory unless one is given: a child's file tools reach only what it was handed,
   // never wherever the command happened to be typed.
   const cwd = flags.values.cwd === undefined ? undefined : resolve(String(flags.values.cwd));
@@ -98,7 +98,7 @@ export async function list(flags: Flags, client: Client): Promise<number> {
   const clauses = [`WorkflowType = 'subagentRunWorkflow'`];
   if (flags.values.provider) clauses.push(`SubagentProvider = ${quote(String(flags.values.provider))}`);
   if (flags.values.status) clauses.push(`SubagentStatus = ${quote(String(flags.values.status))}`);
-  const limit = Number(flags.values.limit ?? 50);
+  const limit = wholeNumberOption(flags, 'limit', 1) ?? 50;
   const rows: Record<string, unknown>[] = [];
   for await (const execution of client.workflow.list({ query: clauses.join(' AND ') })) {
     const attributes = execution.searchAttributes as Record<string, unknown[] | undefined>;

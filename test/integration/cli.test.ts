@@ -599,6 +599,19 @@ it('refuses an unknown option or an option without its value as a usage error (e
   expect(noValue.stderr).toContain("Option '--limit <value>' argument missing");
 });
 
+it('refuses a count that is not a whole number as a usage error (exit 2): --limit abc listed every run, --max-depth=-1 exited 6', async () => {
+  for (const args of [
+    ['list', '--limit', 'abc'],
+    ['list', '--limit', '0'],
+    ['start', scripted.name, 'task', '--max-depth=-1'],
+    ['start', scripted.name, 'task', '--max-depth', '1.5'],
+  ]) {
+    const outcome = await cli(args);
+    expect({ args, code: outcome.code }).toEqual({ args, code: 2 });
+    expect(outcome.stderr).toContain('takes a whole number of');
+  }
+});
+
 it('runs `subagents dev`: the embedded server and a worker that serve a delegation, until SIGTERM', async () => {
   const port = await freePort();
   const cwd = mkdtempSync(join(tmpdir(), 'subagent-dev-'));
