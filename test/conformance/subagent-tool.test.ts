@@ -445,6 +445,22 @@ describe('background mode', () => {
     expect((await harness.closed(runId)).closedBy).toBe('disposed');
   });
 
+  it('answers a run_id that names a workflow of another type with an error at once, and leaves that workflow alone', async () => {
+    // The model picks the id: one of another workflow (no worker runs it) kept the step waiting forever.
+    const runId = `subagent-${scripted.name}:${uniqueName('not-a-run')}`;
+    const other = await harness.temporal.client.workflow.start('someOtherWorkflow', {
+      workflowId: runId,
+      taskQueue: uniqueName('nobody-polls'),
+      args: ['not a run input'],
+    });
+    const collect = createSubagentResultTool(harness.service);
+    const answer = await collect.execute({ run_id: runId }, {});
+    expect(answer.isError).toBe(true);
+    expect((answer.content[0] as { text: string }).text).toContain('it is a workflow of type "someOtherWorkflow"');
+    expect((await other.describe()).status.name).toBe('RUNNING');
+    await other.terminate('test over');
+  });
+
   it('stops waiting, without cancelling the run, when the collecting step aborts', async () => {
     const gates = turnGates();
     const tool = scriptedTool([{ waitFor: gates.waitFor, reply: 'late answer' }], { background: true });
