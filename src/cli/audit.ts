@@ -14,9 +14,10 @@ import {
 } from '../audit';
 import { SIGNATURE_RECORD } from '../audit/chain';
 import { canonicalJson } from '../seam/json';
-import { CliError, EXIT, Flags, out, withClient } from './common';
+import { CliError, EXIT, Flags, describeOrUnknown, out, withClient } from './common';
 
 export async function auditExport(flags: Flags, client: Client, id: string): Promise<number> {
+  await describeOrUnknown(client.workflow.getHandle(id), id);
   const records = await exportAudit(client, id, auditSignerFromEnv());
   const jsonl = records.map((record) => JSON.stringify(record)).join('\n') + '\n';
   if (flags.values.out) {

@@ -298,6 +298,7 @@ export async function logs(flags: Flags, client: Client, id: string): Promise<nu
   if (flags.values.follow && flags.values['no-follow']) {
     throw new CliError('usage: subagents logs <id> [--follow|--no-follow], not both', EXIT.usage);
   }
+  await describeOrUnknown(client.workflow.getHandle(id), id);
   for await (const record of auditDrafts(client, id, !flags.values['no-follow'])) {
     if (flags.json) console.log(JSON.stringify(record));
     else console.log(`${record.time}  ${describeRecord(record, id) ?? record.type}`);

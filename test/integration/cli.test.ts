@@ -565,7 +565,7 @@ it('says so with documented exit codes for an unknown run, an unreachable server
   expect(both.stderr).toContain('usage: subagents logs <id> [--follow|--no-follow], not both');
 });
 
-it('treats a workflow of another type as an unknown run (exit 3): cancel, send and show leave it alone', async () => {
+it('treats a workflow of another type as an unknown run (exit 3): cancel, send, show, logs and audit export leave it alone', async () => {
   const id = `subagent-${scripted.name}:${uniqueName('not-a-run')}`;
   const other = await temporal.client.workflow.start('someOtherWorkflow', {
     workflowId: id,
@@ -576,6 +576,8 @@ it('treats a workflow of another type as an unknown run (exit 3): cancel, send a
     ['cancel', id],
     ['send', id, 'hello'],
     ['show', id],
+    ['logs', id],
+    ['audit', 'export', id],
   ]) {
     const outcome = await cli(args);
     expect({ args, code: outcome.code }).toEqual({ args, code: 3 });
