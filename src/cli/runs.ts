@@ -16,7 +16,7 @@ import { CliError, EXIT, Flags, describeOrUnknown, out, serviceFor, wholeNumberO
 export async function start(flags: Flags, client: Client, provider: string, prompt: string): Promise<number> {
   const service = serviceFor(client, provider);
   const schema = flags.values.schema
-    ? (JSON.parse(readFileSync(String(flags.values.schema), 'utf8')) as Record<string, unknown>)
+    ? (jsonOption('schema', readFileSync(String(flags.values.schema), 'utf8')) as Record<string, unknown>)
     : undefined;
   const maxDepth = wholeNumberOption(flags, 'max-depth', 0);
   // No working directory unless one is given: a child's file tools reach only what it was handed,
@@ -25,7 +25,7 @@ export async function start(flags: Flags, client: Client, provider: string, prom
   const agentOptions =
     flags.values['agent-options'] === undefined
       ? undefined
-      : (JSON.parse(String(flags.values['agent-options'])) as Record<string, unknown>);
+      : (jsonOption('agent-options', String(flags.values['agent-options'])) as Record<string, unknown>);
   const run = service.start(provider, {
     prompt: textContent(prompt),
     ...(agentOptions ? { agentOptions } : {}),
@@ -44,6 +44,15 @@ export async function start(flags: Flags, client: Client, provider: string, prom
   await runStarted(run);
   if (!flags.json) console.error(`started ${run.id}`);
   return waitAndPrint(flags, client, run.id, run.result);
+}
+
+/** An option's JSON (or its file's); text that is not JSON is a usage error, exit 2. */
+function jsonOption(name: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new CliError(`usage: --${name} takes JSON: ${(err as Error).message}`, EXIT.usage);
+  }
 }
 
 /** Shows progress on stderr while waiting (human mode), then the result; exit 1 unless completed. */

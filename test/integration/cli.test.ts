@@ -614,6 +614,19 @@ it('refuses a count that is not a whole number as a usage error (exit 2): --limi
   }
 });
 
+it('refuses --agent-options or a --schema file that is not JSON as a usage error (exit 2), not exit 6', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cli-schema-'));
+  writeFileSync(join(dir, 'schema.json'), '{ not json');
+  for (const args of [
+    ['start', scripted.name, 'task', '--agent-options', '{ not json'],
+    ['start', scripted.name, 'task', '--schema', join(dir, 'schema.json')],
+  ]) {
+    const outcome = await cli(args);
+    expect({ args, code: outcome.code }).toEqual({ args, code: 2 });
+    expect(outcome.stderr).toMatch(/^usage: --(agent-options|schema) takes JSON: /);
+  }
+});
+
 it('runs `subagents dev`: the embedded server and a worker that serve a delegation, until SIGTERM', async () => {
   const port = await freePort();
   const cwd = mkdtempSync(join(tmpdir(), 'subagent-dev-'));
