@@ -22,7 +22,6 @@ import {
 import type { subagentRunWorkflow } from '../../workflows/subagent-run';
 import type { ContentBlock } from '../seam/content';
 import { SubagentError } from '../seam/errors';
-import { wellFormedText } from '../seam/json';
 import { RUN_SPEND } from '../seam/budget';
 import type { SubagentResult } from '../seam/result';
 import type { SubagentLogger, SubagentRun, SubagentRunEvent, SubagentRunEventsOptions } from '../seam/run';
@@ -474,7 +473,7 @@ const MAX_CANCEL_REASON_CHARS = 4096;
  */
 function cancelReasonOf(reason: unknown): string {
   if (typeof reason !== 'string' || reason === '') return 'subagent cancelled';
-  return wellFormedText(reason.slice(0, MAX_CANCEL_REASON_CHARS));
+  return reason.slice(0, MAX_CANCEL_REASON_CHARS).toWellFormed();
 }
 
 /** The pause before an update held by a fault is sent again. */

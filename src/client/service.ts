@@ -20,7 +20,7 @@ import type { subagentRunWorkflow } from '../../workflows/subagent-run';
 import { RUN_ID_PREFIX, defaultTaskQueue, modelTaskQueue } from '../seam/constants';
 import { defaultPayloadLimit } from '../temporal/payload-store';
 import { SubagentError, causeChain } from '../seam/errors';
-import { canonicalJson, isWellFormedText } from '../seam/json';
+import { canonicalJson } from '../seam/json';
 import { requestedModel } from '../seam/delegation';
 import type {
   SubagentAgentProvider,
@@ -342,7 +342,7 @@ export class TemporalSubagentService {
       );
     }
     // No run's id has a lone surrogate, and the server cannot even be asked about one.
-    if (!isWellFormedText(runId)) {
+    if (!runId.isWellFormed()) {
       throw new SubagentError(`"${runId}" is not a subagent run id (it is not well-formed text)`, 'UNKNOWN_RUN');
     }
     const provider = runId.slice(RUN_ID_PREFIX.length, runId.lastIndexOf(':'));

@@ -3,7 +3,7 @@
 import { payloadLimitViolation } from '../seam/constants';
 import type { ContentBlock, JsonObject } from '../seam/content';
 import { SubagentDepthError, SubagentError } from '../seam/errors';
-import { describeValue, isPlainObject, isWellFormedText, jsonCopy, jsonViolation, omitUndefined } from '../seam/json';
+import { describeValue, isPlainObject, jsonCopy, jsonViolation, omitUndefined } from '../seam/json';
 import type {
   ResolvedSubagentBudget,
   ResolvedSubagentRequest,
@@ -275,7 +275,7 @@ function isWorkflowId(value: unknown): value is string {
   return (
     typeof value === 'string' &&
     value !== '' &&
-    isWellFormedText(value) &&
+    value.isWellFormed() &&
     Buffer.byteLength(value, 'utf8') <= MAX_WORKFLOW_ID_BYTES
   );
 }

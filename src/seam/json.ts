@@ -73,19 +73,3 @@ export function describeValue(value: unknown): string {
   if (typeof value === 'function') return 'a function';
   return (value as object).constructor?.name ?? typeof value;
 }
-
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-
-/**
- * Whether `value` is well-formed UTF-16 (no lone surrogate). A string the server takes outside a
- * payload (a workflow id, a cancel reason) must be: it travels as protobuf text, which is UTF-8.
- */
-export function isWellFormedText(value: string): boolean {
-  LONE_SURROGATE.lastIndex = 0;
-  return !LONE_SURROGATE.test(value);
-}
-
-/** `value` with each lone surrogate replaced by U+FFFD, as `String.prototype.toWellFormed` does. */
-export function wellFormedText(value: string): string {
-  return value.replace(LONE_SURROGATE, '\uFFFD');
-}
