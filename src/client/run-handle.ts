@@ -137,10 +137,13 @@ export class RunHandle {
     const { runId } = this.init;
     let type: string;
     try {
-      ({ type } = await this.ridingOutOutages(
-        () => this.handle.describe(),
-        (err) => err instanceof WorkflowNotFoundError,
-      ));
+      type = await workflowTypeAt(this.context.client, runId, async () => {
+        const description = await this.ridingOutOutages(
+          () => this.handle.describe(),
+          (err) => err instanceof WorkflowNotFoundError,
+        );
+        return description.type;
+      });
     } catch (err) {
       throw toSubagentError(err, runId);
     }
@@ -462,6 +465,25 @@ async function workflowExists(handle: WorkflowHandle): Promise<boolean> {
     if (err instanceof WorkflowNotFoundError) return false;
     throw err;
   }
+}
+
+/** The workflow types being asked for, per client and id (`assertSubagentRun`). */
+const typeChecks = new WeakMap<Client, Map<string, Promise<string>>>();
+
+/**
+ * The type of the workflow at `id`, by `ask()`, shared by every handle that asks on `client` while
+ * it is out: a thousand handles attached at once cost the server one call ahead of their results.
+ */
+function workflowTypeAt(client: Client, id: string, ask: () => Promise<string>): Promise<string> {
+  let out = typeChecks.get(client);
+  if (!out) typeChecks.set(client, (out = new Map()));
+  let asked = out.get(id);
+  if (!asked) {
+    const done = () => out.delete(id);
+    asked = ask().finally(done);
+    out.set(id, asked);
+  }
+  return asked;
 }
 
 /** The longest cancel reason sent; a longer one is cut (the server keeps it in the run's history). */
