@@ -84,16 +84,21 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
           for (;;) {
             try {
               outcome = await callModel(clientFor(provider), provider, context.request, conversation, signal, {
-                onText,
-                onReasoning,
+                // An endpoint that cannot stream is asked without (`endpoint.stream: false`).
+                ...(provider.endpoint.stream === false ? {} : { onText, onReasoning }),
                 onSend,
                 ...(tokens ? { admit: tokens.admit } : {}),
+                maxAnswerBytes: host.deps.maxPayloadBytes,
+                maxRetryDelayMs: maxRetryInterval(),
               });
               await tokens?.charge(outcome.usage);
               break;
             } catch (err) {
-              const waitMs = rateLimitWait(err);
-              if (waitMs === undefined) throw err;
+              const asked = rateLimitWait(err);
+              if (asked === undefined) throw err;
+              // "Retry now" (0, a negative wait, a date past) asked again and again would be a loop
+              // of requests; a wait past what a timer holds would fire at once.
+              const waitMs = Math.min(Math.max(asked, MIN_RATE_LIMIT_WAIT_MS), MAX_TIMER_MS);
               partial = undefined;
               setDetails({ rateLimitedUntil: Date.now() + waitMs });
               await sleep(waitMs, undefined, { signal });
@@ -290,6 +295,16 @@ function charsOf(conversation: readonly TranscriptEntry[]): number {
 }
 
 const RATE_LIMITED = 'MODEL_RATE_LIMITED';
+/** The shortest wait after a 429, whatever its Retry-After says (as when it sends none). */
+const MIN_RATE_LIMIT_WAIT_MS = 1000;
+/** The longest a Node timer waits: a longer one fires at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** The longest interval of the current attempt's retry policy, if the server sent one. */
+function maxRetryInterval(): number | undefined {
+  const interval = Context.current().info.retryPolicy?.maximumInterval;
+  return interval === undefined ? undefined : msToNumber(interval);
+}
 
 /** How long to wait when `err` is the endpoint's rate limit (429), else undefined. */
 function rateLimitWait(err: unknown): number | undefined {
@@ -351,6 +366,13 @@ export interface ModelCallHooks {
   admit?(body: ChatRequestBody): Promise<string | undefined>;
   /** Called as the request leaves, once `admit` let it. */
   onSend?(): void;
+  /**
+   * The most answer a call takes, in bytes: a body (or one server-sent event line) of twice this,
+   * or streamed text, reasoning and tool calls past it, end the call with `error`. Default: none.
+   */
+  maxAnswerBytes?: number;
+  /** The longest wait before a retry an endpoint's Retry-After may ask for (the retry policy's). */
+  maxRetryDelayMs?: number;
 }
 
 /**
@@ -365,7 +387,7 @@ export async function callModel(
   request: ResolvedSubagentRequest,
   conversation: readonly TranscriptEntry[],
   signal: AbortSignal,
-  { onText, onReasoning, admit, onSend }: ModelCallHooks = {},
+  { onText, onReasoning, admit, onSend, maxAnswerBytes, maxRetryDelayMs }: ModelCallHooks = {},
 ): Promise<ModelCallOutcome> {
   const model = requestedModel(request) ?? provider.endpoint.model;
   if (!model) {
@@ -385,21 +407,48 @@ export async function callModel(
     ...(offered.length > 0 ? { tools: offered } : {}),
     ...(provider.endpoint.maxTokens ? { max_tokens: provider.endpoint.maxTokens } : {}),
   };
-  const options = {
-    signal,
-    maxRetries: 0,
-    ...(provider.endpoint.timeoutMs ? { timeout: provider.endpoint.timeoutMs } : {}),
-  };
   const refusal = await admit?.(body);
   if (refusal) return failed(refusal);
   onSend?.();
+  // The call has its own signal: the activity's cancellation aborts it, and so do its timeout
+  // (the whole answer, not only its headers, within `timeoutMs`) and an answer past its bound.
+  const call = new AbortController();
+  let cutOff: { message: string; transient: boolean } | undefined;
+  const cut = (message: string, transient: boolean) => {
+    cutOff ??= { message, transient };
+    call.abort();
+  };
+  const follow = () => call.abort(signal.reason);
+  if (signal.aborted) follow();
+  else signal.addEventListener('abort', follow, { once: true });
+  const { timeoutMs } = provider.endpoint;
+  const timer = timeoutMs
+    ? setTimeout(
+        () => cut(`the model endpoint did not finish its answer within ${timeoutMs} ms (timeoutMs)`, true),
+        timeoutMs,
+      )
+    : undefined;
+  const overLimit = (what: string) =>
+    cut(`the model endpoint's answer passed ${what}, more than a run can hold: cut off`, false);
+  const bounded =
+    maxAnswerBytes === undefined
+      ? client
+      : client.withOptions({ fetch: boundedFetch(2 * maxAnswerBytes + 64 * 1024, Boolean(onText), overLimit) });
+  const options = {
+    signal: call.signal,
+    maxRetries: 0,
+    ...(timeoutMs ? { timeout: timeoutMs } : {}),
+  };
   // Reasoning comes in a field OpenAI's API lacks; the client's stream keeps only its last piece.
   let reasoning = '';
   try {
     if (onText) {
-      const stream = client.chat.completions.stream({ ...body, stream_options: { include_usage: true } }, options);
+      const stream = bounded.chat.completions.stream({ ...body, stream_options: { include_usage: true } }, options);
+      let answered = 0;
       stream.on('content.delta', ({ delta }) => onText(delta));
       stream.on('chunk', (chunk) => {
+        answered += answerBytesOf(chunk);
+        if (maxAnswerBytes !== undefined && answered > maxAnswerBytes) overLimit(`${maxAnswerBytes} bytes`);
         const delta = reasoningOf(chunk.choices[0]?.delta);
         if (!delta) return;
         reasoning += delta;
@@ -407,13 +456,18 @@ export async function callModel(
       });
       completion = await stream.finalChatCompletion();
     } else {
-      completion = await client.chat.completions.create(body, options);
+      completion = await bounded.chat.completions.create(body, options);
       reasoning = reasoningOf(completion.choices?.[0]?.message);
     }
   } catch (err) {
     if (signal.aborted) throw err;
-    return endpointFailure(err);
+    if (cutOff) return cutOffFailure(cutOff);
+    return endpointFailure(err, maxRetryDelayMs);
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', follow);
   }
+  if (cutOff) return cutOffFailure(cutOff);
 
   const choice = completion.choices?.[0];
   if (!choice) return failed('the model endpoint returned no choices');
@@ -551,9 +605,10 @@ function stopReasonOf(
 
 /**
  * A failed call: 429, 408, 409, 5xx and connection failures are retried by Temporal after the
- * endpoint's Retry-After (if it sent one); any other HTTP error ends the turn with `error`.
+ * endpoint's Retry-After (if it sent one; at most `maxRetryDelayMs`, except a 429's, which is
+ * waited out within the attempt); any other HTTP error ends the turn with `error`.
  */
-function endpointFailure(err: unknown): ModelCallOutcome {
+function endpointFailure(err: unknown, maxRetryDelayMs: number | undefined): ModelCallOutcome {
   if (err instanceof OpenAI.APIConnectionError) {
     throw ApplicationFailure.create({
       message: `model endpoint unreachable: ${err.message}`,
@@ -563,11 +618,16 @@ function endpointFailure(err: unknown): ModelCallOutcome {
   if (err instanceof OpenAI.APIError && err.status !== undefined) {
     const transient = err.status === 429 || err.status === 408 || err.status === 409 || err.status >= 500;
     if (transient) {
-      const delay = retryAfterMs(err.headers);
+      // A rate limit is waited out within the attempt (`subagentModelCall`), as long as it asks.
+      // Another failure's retry waits what the endpoint asks, up to the retry policy's longest
+      // interval (a Retry-After of a year would park the run for a year); "now" leaves the policy's.
+      const rateLimited = err.status === 429;
+      const asked = retryAfterMs(err.headers);
+      const delay =
+        rateLimited || asked === undefined ? asked : asked > 0 ? Math.min(asked, maxRetryDelayMs ?? asked) : undefined;
       throw ApplicationFailure.create({
         message: `model endpoint answered ${err.status}: ${err.message}`,
-        // A rate limit is waited out within the attempt (`subagentModelCall`).
-        type: err.status === 429 ? RATE_LIMITED : 'MODEL_TRANSIENT',
+        type: rateLimited ? RATE_LIMITED : 'MODEL_TRANSIENT',
         ...(delay === undefined ? {} : { nextRetryDelay: delay }),
       });
     }
@@ -585,6 +645,60 @@ function retryAfterMs(headers: Headers | undefined): number | undefined {
   if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
   const date = Date.parse(value);
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+/** A call this side cut off: a timeout is retried as an unreachable endpoint; an answer too large ends `error`. */
+function cutOffFailure({ message, transient }: { message: string; transient: boolean }): ModelCallOutcome {
+  if (transient) throw ApplicationFailure.create({ message, type: 'MODEL_UNAVAILABLE' });
+  return failed(message);
+}
+
+/**
+ * The bytes of answer one streamed chunk adds to what the client accumulates: text, refusals,
+ * reasoning, tool calls and log probabilities, of every choice.
+ */
+function answerBytesOf(chunk: OpenAI.Chat.Completions.ChatCompletionChunk): number {
+  let bytes = 0;
+  const choices: unknown = chunk.choices;
+  if (!Array.isArray(choices)) return 0;
+  for (const choice of choices as { delta?: Record<string, unknown> | null; logprobs?: unknown }[]) {
+    const { delta, logprobs } = choice ?? {};
+    for (const value of Object.values(delta ?? {})) {
+      if (typeof value === 'string') bytes += Buffer.byteLength(value);
+      else if (value !== null && value !== undefined) bytes += JSON.stringify(value).length;
+    }
+    if (logprobs) bytes += JSON.stringify(logprobs).length;
+  }
+  return bytes;
+}
+
+/**
+ * `fetch` whose response body fails, and calls `over`, once it passes `maxBytes` (a server-sent
+ * event stream: once one line does, as the client buffers a line until its end). Bounds what a
+ * call reads into memory whatever the endpoint sends.
+ */
+function boundedFetch(maxBytes: number, streamed: boolean, over: (what: string) => void): typeof fetch {
+  return async (input, init) => {
+    const response = await fetch(input, init);
+    if (!response.body) return response;
+    let bytes = 0;
+    const counted = new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        const first = streamed ? chunk.indexOf(10) : -1;
+        const longest = first === -1 ? bytes + chunk.length : Math.max(bytes + first, chunk.length - first - 1);
+        bytes = first === -1 ? bytes + chunk.length : chunk.length - chunk.lastIndexOf(10) - 1;
+        if (longest > maxBytes) {
+          const what = streamed ? `${maxBytes} bytes in one line` : `${maxBytes} bytes`;
+          over(what);
+          controller.error(new Error(`the model endpoint's answer passed ${what}`));
+          return;
+        }
+        controller.enqueue(chunk);
+      },
+    });
+    const { status, statusText, headers } = response;
+    return new Response(response.body.pipeThrough(counted), { status, statusText, headers });
+  };
 }
 
 function failed(diagnostic: string): ModelCallOutcome {

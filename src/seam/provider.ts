@@ -168,7 +168,11 @@ export interface SubagentModelEndpoint {
   /** Used when neither `agentOptions.model` nor the parent's model is set. */
   model?: string;
   maxTokens?: number;
-  /** HTTP timeout of one model call. */
+  /**
+   * The longest one model call may take, its answer's body (a stream's last event) included; past
+   * it the call is cut off and retried as an unreachable endpoint is. Default: the `openai`
+   * client's 10 minutes for the response's headers, and the turn's timeout for the rest.
+   */
   timeoutMs?: number;
   /**
    * The most conversation one call sends, in characters: past it, the oldest tool outputs are
