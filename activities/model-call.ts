@@ -471,7 +471,15 @@ export async function callModel(
 
   const choice = completion.choices?.[0];
   if (!choice) return failed('the model endpoint returned no choices');
+  const malformed = malformedChoice(choice);
+  if (malformed) return failed(`the model endpoint's answer is not a chat completion: ${malformed}`);
   const { message } = choice;
+  const calls = message.tool_calls?.length ?? 0;
+  if (calls > MAX_TOOL_CALLS_PER_ANSWER) {
+    return failed(
+      `the model asked for ${calls} tool calls in one answer, more than the ${MAX_TOOL_CALLS_PER_ANSWER} one answer may make`,
+    );
+  }
   const content: ContentBlock[] = [];
   if (reasoning) content.push({ type: 'reasoning', text: reasoning });
   if (message.content) content.push({ type: 'text', text: message.content });
@@ -645,6 +653,33 @@ function retryAfterMs(headers: Headers | undefined): number | undefined {
   if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
   const date = Date.parse(value);
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+/**
+ * The most tool calls one answer may make. Each call that is not inline is an activity of the
+ * run, all scheduled at once, and the server fails every workflow task that would take a run past
+ * its pending activities (2,000 by default): the run would retry that task for ever.
+ */
+const MAX_TOOL_CALLS_PER_ANSWER = 128;
+
+/** What makes a choice something other than a chat completion's, or undefined if nothing does. */
+function malformedChoice(choice: unknown): string | undefined {
+  const { message } = (choice ?? {}) as { message?: unknown };
+  if (typeof message !== 'object' || message === null) return 'its choice has no message';
+  const { content, refusal, tool_calls: calls } = message as Record<string, unknown>;
+  if (content !== undefined && content !== null && typeof content !== 'string') return 'content is not a string';
+  if (refusal !== undefined && refusal !== null && typeof refusal !== 'string') return 'refusal is not a string';
+  if (calls === undefined || calls === null) return undefined;
+  if (!Array.isArray(calls)) return 'tool_calls is not a list';
+  for (const [index, call] of calls.entries()) {
+    const { id, type, function: fn } = (call ?? {}) as { id?: unknown; type?: unknown; function?: unknown };
+    if (type !== 'function') continue;
+    const { name, arguments: args } = (fn ?? {}) as { name?: unknown; arguments?: unknown };
+    if (typeof id !== 'string' || typeof name !== 'string' || typeof args !== 'string') {
+      return `tool call ${index} lacks a string id, function name or arguments`;
+    }
+  }
+  return undefined;
 }
 
 /** A call this side cut off: a timeout is retried as an unreachable endpoint; an answer too large ends `error`. */

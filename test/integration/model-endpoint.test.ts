@@ -52,7 +52,17 @@ beforeEach(() => {
 
 /** Three attempts a call, a second apart at most; a whole turn may take 30 minutes. */
 const runSettings = { retry: { initialInterval: '100 ms', maximumInterval: '1 second', maximumAttempts: 3 } };
-const made = {} as Record<'streamed' | 'plain' | 'timed' | 'timedPlain', ReturnType<typeof createSpawnProvider>>;
+const made = {} as Record<
+  'streamed' | 'plain' | 'timed' | 'timedPlain' | 'tooled',
+  ReturnType<typeof createSpawnProvider>
+>;
+/** A tool that runs as an activity of its own, as tools that are not inline do. */
+const noop = {
+  name: 'noop',
+  description: 'Does nothing.',
+  parameters: { type: 'object', properties: {} },
+  execute: async () => ({ content: text('done'), isError: false }),
+};
 const runs = testRuns(() => {
   const endpoint = { baseURL, model: 'm' };
   const spawn = (name: string, extra: object = {}) =>
@@ -61,6 +71,12 @@ const runs = testRuns(() => {
   made.plain = spawn('hostile-plain', { stream: false });
   made.timed = spawn('hostile-timed', { timeoutMs: 1500 });
   made.timedPlain = spawn('hostile-timed-plain', { timeoutMs: 1500, stream: false });
+  made.tooled = createSpawnProvider({
+    name: uniqueName('hostile-tooled'),
+    endpoint: { ...endpoint, stream: false },
+    tools: [noop],
+    runSettings,
+  });
   return Object.values(made);
 });
 
@@ -265,4 +281,54 @@ describe('an endpoint that goes quiet after its headers, under timeoutMs', () =>
       await run.dispose();
     },
   );
+});
+
+it('an answer of 2,500 tool calls ends the run error saying so, and schedules no activity for them', async () => {
+  const calls = Array.from({ length: 2500 }, (_, i) => ({
+    id: `call_${i}`,
+    type: 'function',
+    function: { name: 'noop', arguments: '{}' },
+  }));
+  answer = (res) => {
+    const body = completion('');
+    body.choices[0]!.message = { role: 'assistant', content: null, tool_calls: calls } as never;
+    body.choices[0]!.finish_reason = 'tool_calls';
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  };
+  const run = start('tooled');
+  const result = await run.result;
+  expect(result.stopReason).toBe('error');
+  expect(result.diagnostic).toContain('2500 tool calls');
+  const history = await runs.temporal.client.workflow.getHandle(run.id).fetchHistory();
+  const scheduled = history.events!.filter((event) => event.activityTaskScheduledEventAttributes);
+  expect(scheduled.map((event) => event.activityTaskScheduledEventAttributes!.activityType!.name)).toEqual([
+    'subagentModelCall',
+  ]);
+  await run.dispose();
+});
+
+describe('an answer of the wrong shape', () => {
+  const call = { id: 'call_1', type: 'function', function: { name: 'noop', arguments: '{}' } };
+  it.each([
+    ['a null message', null],
+    ['content that is a number', { role: 'assistant', content: 5 }],
+    ['tool_calls that is not a list', { role: 'assistant', content: null, tool_calls: { 0: call } }],
+    ['a tool call without an id', { role: 'assistant', content: null, tool_calls: [{ ...call, id: undefined }] }],
+    [
+      'tool call arguments that are an object',
+      { role: 'assistant', content: null, tool_calls: [{ ...call, function: { name: 'noop', arguments: {} } }] },
+    ],
+  ])('%s ends the run error saying so, asked once', async (_label, message) => {
+    answer = (res) => {
+      const body = completion('');
+      body.choices[0]!.message = message as never;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    };
+    const run = start('tooled');
+    const result = await run.result;
+    expect(result.stopReason).toBe('error');
+    expect(result.diagnostic).toContain("the model endpoint's answer is not a chat completion");
+    expect(asked).toHaveLength(1);
+    await run.dispose();
+  });
 });
