@@ -492,7 +492,10 @@ export async function callModel(
     toolCalls.push({ id: call.id, name, arguments: args, ...answerHere(name, args) });
   }
   const usage = completion.usage
-    ? { promptTokens: completion.usage.prompt_tokens, completionTokens: completion.usage.completion_tokens }
+    ? {
+        promptTokens: tokenCount(completion.usage.prompt_tokens, JSON.stringify(body.messages)),
+        completionTokens: tokenCount(completion.usage.completion_tokens, JSON.stringify(content)),
+      }
     : undefined;
   const stop = stopReasonOf(choice.finish_reason, Boolean(message.refusal));
   return {
@@ -680,6 +683,18 @@ function malformedChoice(choice: unknown): string | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * The tokens the endpoint reported, if they are a count (a whole number, not negative); else
+ * `text`'s estimate at four characters a token. The run adds them up into its budget and into a
+ * search attribute of integer type, which the server refuses (and with it every workflow task
+ * that sets it) for a fraction or a string.
+ */
+function tokenCount(reported: unknown, text: string): number {
+  return Number.isSafeInteger(reported) && (reported as number) >= 0
+    ? (reported as number)
+    : Math.ceil(text.length / 4);
 }
 
 /** A call this side cut off: a timeout is retried as an unreachable endpoint; an answer too large ends `error`. */

@@ -332,3 +332,24 @@ describe('an answer of the wrong shape', () => {
     await run.dispose();
   });
 });
+
+describe('usage that is not a count of tokens', () => {
+  it.each([
+    ['fractions', { prompt_tokens: 1.5, completion_tokens: 2.25 }],
+    ['negative counts', { prompt_tokens: -1_000_000, completion_tokens: -5 }],
+    ['strings', { prompt_tokens: 'many', completion_tokens: '12' }],
+    ['a count past what an integer holds', { prompt_tokens: 1e300, completion_tokens: 1 }],
+  ])('%s: the run completes, and counts whole tokens', async (_label, usage) => {
+    answer = (res) => {
+      const body = { ...completion('counted'), usage };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    };
+    const run = start('plain');
+    expect(await run.result).toEqual({ output: text('counted'), stopReason: 'completed' });
+    const counted = (await runs.status(run.id)).usage;
+    for (const tokens of [counted.promptTokens, counted.completionTokens]) {
+      expect(Number.isSafeInteger(tokens) && tokens >= 0).toBe(true);
+    }
+    await run.dispose();
+  });
+});
