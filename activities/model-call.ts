@@ -713,8 +713,15 @@ function answerBytesOf(chunk: OpenAI.Chat.Completions.ChatCompletionChunk): numb
   if (!Array.isArray(choices)) return 0;
   for (const choice of choices as { delta?: Record<string, unknown> | null; logprobs?: unknown }[]) {
     const { delta, logprobs } = choice ?? {};
-    for (const value of Object.values(delta ?? {})) {
-      if (typeof value === 'string') bytes += Buffer.byteLength(value);
+    for (const [key, value] of Object.entries(delta ?? {})) {
+      if (key === 'tool_calls' && Array.isArray(value)) {
+        // Each piece of a call's arguments comes wrapped in its index: count what accumulates.
+        for (const call of value as { id?: unknown; function?: { name?: unknown; arguments?: unknown } }[]) {
+          for (const part of [call?.id, call?.function?.name, call?.function?.arguments]) {
+            if (typeof part === 'string') bytes += Buffer.byteLength(part);
+          }
+        }
+      } else if (typeof value === 'string') bytes += Buffer.byteLength(value);
       else if (value !== null && value !== undefined) bytes += JSON.stringify(value).length;
     }
     if (logprobs) bytes += JSON.stringify(logprobs).length;

@@ -230,6 +230,30 @@ describe('an answer without end', () => {
     await run.dispose();
   });
 
+  it('a long answer in small pieces is not cut off: each piece counts what it adds, not its wrapping', async () => {
+    const chunk = (delta: object, finish: string | null = null) =>
+      `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    // 60,000 pieces of one character: 60 KB of arguments, 2.6 MB with each piece's wrapping.
+    answer = async (res, _asked, index) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      if (index > 0) return res.end(chunk({ role: 'assistant', content: 'read it' }, 'stop') + 'data: [DONE]\n\n');
+      res.write(
+        chunk({
+          role: 'assistant',
+          tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'noop', arguments: '' } }],
+        }),
+      );
+      for (let i = 0; i < 60_000; i++) {
+        if (!res.write(chunk({ tool_calls: [{ index: 0, function: { arguments: 'x' } }] }))) await drainedOrClosed(res);
+      }
+      res.end(chunk({}, 'tool_calls') + 'data: [DONE]\n\n');
+    };
+    const run = start('streamed');
+    expect(await run.result).toEqual({ output: text('read it'), stopReason: 'completed' });
+    expect(asked).toHaveLength(2);
+    await run.dispose();
+  });
+
   it('one server-sent event line without end is cut off, and the run ends error', async () => {
     answer = async (res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -350,6 +374,39 @@ describe('usage that is not a count of tokens', () => {
     for (const tokens of [counted.promptTokens, counted.completionTokens]) {
       expect(Number.isSafeInteger(tokens) && tokens >= 0).toBe(true);
     }
+    await run.dispose();
+  });
+});
+
+describe('HTTP that is not an answer', () => {
+  it.each([
+    [
+      'a redirect to itself, for ever',
+      (res: ServerResponse) => res.writeHead(307, { location: '/v1/chat/completions' }).end(),
+    ],
+    [
+      'a 200 whose body is HTML',
+      (res: ServerResponse) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>maintenance</html>'),
+    ],
+    [
+      'a connection reset part way through a stream',
+      (res: ServerResponse) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(
+          `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content: 'half' }, finish_reason: null }] })}\n\n`,
+        );
+        setImmediate(() => res.destroy());
+      },
+    ],
+  ])('%s: retried within the policy, then the run ends error', async (_label, reply) => {
+    answer = (res) => reply(res);
+    const run = start('streamed');
+    const result = await run.result;
+    expect(result.stopReason).toBe('error');
+    expect(result.diagnostic).toBeTruthy();
+    // Three attempts; a redirect is followed up to the client's limit within each.
+    expect(asked.length).toBeGreaterThanOrEqual(3);
+    expect(asked.length).toBeLessThanOrEqual(3 * 21);
     await run.dispose();
   });
 });
