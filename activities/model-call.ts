@@ -88,7 +88,7 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
                 ...(provider.endpoint.stream === false ? {} : { onText, onReasoning }),
                 onSend,
                 ...(tokens ? { admit: tokens.admit } : {}),
-                maxAnswerBytes: host.deps.maxPayloadBytes,
+                maxAnswerBytes: Math.min(host.deps.maxPayloadBytes, MAX_ANSWER_BYTES),
                 maxRetryDelayMs: maxRetryInterval(),
               });
               await tokens?.charge(outcome.usage);
@@ -293,6 +293,12 @@ function charsOf(conversation: readonly TranscriptEntry[]): number {
   }
   return chars;
 }
+
+/**
+ * The most answer one call reads, whatever the payload limit (256 MiB with a payload store): far
+ * past what a model writes in one answer, and what the worker's memory can hold of several calls.
+ */
+const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
 const RATE_LIMITED = 'MODEL_RATE_LIMITED';
 /** The shortest wait after a 429, whatever its Retry-After says (as when it sends none). */

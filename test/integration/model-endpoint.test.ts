@@ -410,3 +410,40 @@ describe('HTTP that is not an answer', () => {
     await run.dispose();
   });
 });
+
+describe('a worker whose payloads may be large (offloaded to a store)', () => {
+  const roomy = {} as { provider: ReturnType<typeof createSpawnProvider> };
+  const big = testRuns(
+    () => {
+      roomy.provider = createSpawnProvider({
+        name: uniqueName('hostile-roomy'),
+        endpoint: { baseURL, model: 'm' },
+        tools: [],
+        runSettings,
+      });
+      return [roomy.provider];
+    },
+    { worker: { maxPayloadBytes: 256 * 1024 * 1024 } },
+  );
+
+  it('still cuts tokens for ever off at 16 MiB, not at its payload limit of 256 MiB', async () => {
+    const delta = JSON.stringify({
+      id: 'c',
+      object: 'chat.completion.chunk',
+      created: 1,
+      model: 'm',
+      choices: [{ index: 0, delta: { content: 'word '.repeat(2000) }, finish_reason: null }],
+    });
+    // Past 16 MiB of answer, then silence: a worker reading on waits for ever.
+    answer = async (res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      await endless(res, () => `data: ${delta}\n\n`, 40 * 1024 * 1024);
+    };
+    const run = big.service.start(roomy.provider.name, { prompt: text('hello'), parent });
+    started.push(run.id);
+    const result = await run.result;
+    expect(result.stopReason).toBe('error');
+    expect(result.diagnostic).toContain(`passed ${16 * 1024 * 1024} bytes`);
+    await run.dispose();
+  });
+});
