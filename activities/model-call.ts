@@ -617,7 +617,10 @@ function stopReasonOf(
   if (finishReason === 'stop' || finishReason === 'tool_calls' || finishReason === 'function_call') {
     return { stopReason: 'completed' };
   }
-  return { stopReason: 'error', diagnostic: `the model endpoint gave an unknown finish_reason: ${finishReason}` };
+  return {
+    stopReason: 'error',
+    diagnostic: `the model endpoint gave an unknown finish_reason: ${brief(String(finishReason))}`,
+  };
 }
 
 /**
@@ -628,7 +631,7 @@ function stopReasonOf(
 function endpointFailure(err: unknown, maxRetryDelayMs: number | undefined): ModelCallOutcome {
   if (err instanceof OpenAI.APIConnectionError) {
     throw ApplicationFailure.create({
-      message: `model endpoint unreachable: ${err.message}`,
+      message: `model endpoint unreachable: ${brief(err.message)}`,
       type: 'MODEL_UNAVAILABLE',
     });
   }
@@ -643,12 +646,12 @@ function endpointFailure(err: unknown, maxRetryDelayMs: number | undefined): Mod
       const delay =
         rateLimited || asked === undefined ? asked : asked > 0 ? Math.min(asked, maxRetryDelayMs ?? asked) : undefined;
       throw ApplicationFailure.create({
-        message: `model endpoint answered ${err.status}: ${err.message}`,
+        message: `model endpoint answered ${err.status}: ${brief(err.message)}`,
         type: rateLimited ? RATE_LIMITED : 'MODEL_TRANSIENT',
         ...(delay === undefined ? {} : { nextRetryDelay: delay }),
       });
     }
-    return failed(`model endpoint answered ${err.status}: ${err.message}`);
+    return failed(`model endpoint answered ${err.status}: ${brief(err.message)}`);
   }
   throw err;
 }
@@ -762,6 +765,18 @@ function boundedFetch(maxBytes: number, streamed: boolean, over: (what: string) 
     const { status, statusText, headers } = response;
     return new Response(response.body.pipeThrough(counted), { status, statusText, headers });
   };
+}
+
+/** The most of an endpoint's own words a diagnostic quotes. */
+const MAX_QUOTED_CHARS = 2000;
+
+/**
+ * `text` as a diagnostic quotes it: its start, and how much was left out. What the endpoint says
+ * lands in the run's result, its history and its audit.
+ */
+function brief(text: string): string {
+  if (text.length <= MAX_QUOTED_CHARS) return text;
+  return `${text.slice(0, MAX_QUOTED_CHARS)}… (${text.length - MAX_QUOTED_CHARS} more characters)`;
 }
 
 function failed(diagnostic: string): ModelCallOutcome {

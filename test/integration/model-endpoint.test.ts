@@ -447,3 +447,34 @@ describe('a worker whose payloads may be large (offloaded to a store)', () => {
     await run.dispose();
   });
 });
+
+it('two tool calls of one answer under the same id: the run goes on to its next model call', async () => {
+  const call = { id: 'call_same', type: 'function', function: { name: 'noop', arguments: '{}' } };
+  answer = (res, _asked, index) => {
+    const body = completion('both done');
+    if (index === 0) {
+      body.choices[0]!.message = { role: 'assistant', content: null, tool_calls: [call, call] } as never;
+      body.choices[0]!.finish_reason = 'tool_calls';
+    }
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  };
+  const run = start('tooled');
+  expect(await run.result).toEqual({ output: text('both done'), stopReason: 'completed' });
+  expect(asked).toHaveLength(2);
+  await run.dispose();
+});
+
+describe('an error whose message is huge', () => {
+  it.each([400, 503])('%s: the run ends error with the start of the message', async (status) => {
+    answer = (res) =>
+      res
+        .writeHead(status, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: { message: `huge ${'x'.repeat(1_900_000)}`, type: 'server_error' } }));
+    const run = start('plain');
+    const result = await run.result;
+    expect(result.stopReason).toBe('error');
+    expect(result.diagnostic).toContain(`answered ${status}: `);
+    expect(result.diagnostic!.length).toBeLessThan(10_000);
+    await run.dispose();
+  });
+});
