@@ -3,7 +3,8 @@
 // signal goes into the HTTP request; a rate limit (429) is waited out here, other transient
 // endpoint failures are retried by Temporal, others end the turn with `error` and a diagnostic.
 // An endpoint with a token quota is asked only once its limiter lets the call go. Structured-output
-// calls are validated right here.
+// calls are validated right here. What the endpoint sends is bounded: an answer past its size or
+// its `timeoutMs` is cut off, and one of the wrong shape ends the turn with `error`.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
