@@ -190,8 +190,10 @@ async function acpTurn(
       reasoning = response.reasoning;
       stopReason = ACP_STOP_REASONS.get(response.stopReason) ?? 'error';
       if (stopReason !== 'completed' || ctx.signal.aborted) break;
-      // Steering between prompts: what arrived during this one is the next prompt.
-      const more = await ctx.takeMessages();
+      // Steering between prompts: what arrived during this one is the next prompt. Messages that
+      // cannot be read now (the server away a moment) wait in the run, as one sent after the last
+      // prompt does: the turn keeps what the agent did rather than end in error.
+      const more = await ctx.takeMessages().catch(() => []);
       if (more.length === 0) break;
       prompt = more;
     }

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { optionalTsToMs } from '@temporalio/common/lib/time';
+import { acpTestAgentCommand } from '../../src/testing';
 import { AcpProviderOptions, createAcpProvider } from '../../src/worker';
 import {
   connectTestTemporal,
@@ -294,4 +295,28 @@ it('reads files for an agent one at a time, as it takes the answers, so 60 reads
   run.cancel('enough');
   expect((await run.result).stopReason).toBe('aborted');
   await run.dispose();
+});
+
+it('keeps what the agent answered when the messages waiting in the run cannot be read', async () => {
+  // The provider alone, hosted by a turn context whose messages cannot be read (the server away).
+  const provider = createAcpProvider({ ...acpTestAgentCommand({ turns: [{ chunks: ['did the work'] }] }) });
+  let asked = 0;
+  const result = await provider.runTurn([text('go')], {
+    runId: 'subagent-acp:unread-messages',
+    segment: 0,
+    turn: 0,
+    attempt: 1,
+    request: { prompt: text('go'), parent: { agentId: 'p', cwd, depth: 0 }, depth: 1 },
+    signal: new AbortController().signal,
+    transcript: async () => [],
+    providerState: undefined,
+    takeMessages: async () => {
+      asked++;
+      throw new Error('14 UNAVAILABLE: the server is away');
+    },
+    heartbeat: () => undefined,
+    lastHeartbeat: undefined,
+  });
+  expect(asked).toBe(1);
+  expect(result).toMatchObject({ stopReason: 'completed', output: text('did the work') });
 });
