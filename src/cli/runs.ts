@@ -247,7 +247,10 @@ async function describeRun(client: Client, id: string) {
 
 export async function send(flags: Flags, client: Client, id: string, message: string): Promise<number> {
   const handle = client.workflow.getHandle(id);
-  await describeOrUnknown(handle, id);
+  const { status } = await describeOrUnknown(handle, id);
+  if (status.name !== 'RUNNING') {
+    throw new CliError(`run ${id} has closed (${status.name.toLowerCase()}): it takes no more messages`, EXIT.failed);
+  }
   await handle.signal(sendMessageSignal, { content: textContent(message) });
   out(flags, `sent to ${id}`, { id, sent: true });
   return EXIT.ok;
@@ -282,7 +285,12 @@ export async function answerApproval(
 
 export async function cancel(flags: Flags, client: Client, id: string): Promise<number> {
   const handle = client.workflow.getHandle(id);
-  await describeOrUnknown(handle, id);
+  const { status } = await describeOrUnknown(handle, id);
+  // As `run.cancel()` on a run that has ended: nothing to do, and no failure.
+  if (status.name !== 'RUNNING') {
+    out(flags, `run ${id} has closed already (${status.name.toLowerCase()})`, { id, cancelRequested: false });
+    return EXIT.ok;
+  }
   await handle.cancel();
   out(flags, `cancel requested for ${id}`, { id, cancelRequested: true });
   return EXIT.ok;

@@ -248,6 +248,14 @@ it('sends a message to a running run, and cancels another', async () => {
     return outcome.temporalStatus === 'COMPLETED' ? outcome : undefined;
   }, 20_000);
   expect(shown).toMatchObject({ status: 'closed', stopReason: 'aborted' });
+
+  // Once it has closed: a message is refused saying so, and a cancel has nothing to do.
+  const late = await cli(['send', hanging.id, 'too late']);
+  expect(late.code).toBe(6);
+  expect(late.stderr).toContain(`run ${hanging.id} has closed (completed): it takes no more messages`);
+  const again = await cli(['cancel', hanging.id, '--json']);
+  expect(again.code).toBe(0);
+  expect(json(again)).toEqual({ id: hanging.id, cancelRequested: false });
 });
 
 it('shows a held tool call in show and logs, lets approve answer it, and exits 1 for an answer that came too late', async () => {
