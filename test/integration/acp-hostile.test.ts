@@ -1,7 +1,7 @@
 // The acp provider against ACP agents that misbehave (test/fixtures/hostile-acp-agent.ts, a test
 // double speaking raw JSON-RPC in a real child process), through a real worker: every run ends
 // with a stop reason and leaves no process behind, the agent's own children included.
-import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -19,6 +19,7 @@ import {
   text,
   uniqueName,
 } from '../helpers/temporal';
+import { agentLog, alive } from '../helpers/acp';
 
 let temporal: TestTemporal;
 let service: ReturnType<typeof newService>;
@@ -46,8 +47,7 @@ interface AgentEvent {
 
 /** An acp provider running the hostile agent in `mode` (with `env` besides), hosted by a fresh worker. */
 async function hostileAgent(mode: string, { env, ...options }: Partial<AcpProviderOptions> = {}) {
-  const log = join(mkdtempSync(join(tmpdir(), 'subagent-acp-hostile-log-')), 'agent.jsonl');
-  appendFileSync(log, '');
+  const { path: log, events } = agentLog<AgentEvent>();
   const provider = createAcpProvider({
     name: uniqueName('acp-hostile'),
     command: process.execPath,
@@ -60,11 +60,6 @@ async function hostileAgent(mode: string, { env, ...options }: Partial<AcpProvid
   });
   stops.push(await startWorker(temporal, [provider], { heartbeatIntervalMs: 200 }));
   service.registerProvider(provider);
-  const events = () =>
-    readFileSync(log, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as AgentEvent);
   const start = (inCwd = cwd) =>
     service.start(provider.name, {
       prompt: text('go'),
@@ -72,15 +67,6 @@ async function hostileAgent(mode: string, { env, ...options }: Partial<AcpProvid
     });
   return { events, start };
 }
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** The agent's pid and those of the processes it started, once it has logged them. */
 async function processesOf(events: () => AgentEvent[]): Promise<number[]> {

@@ -2,7 +2,7 @@
 // agent of src/testing/acp-test-agent.ts, built with the official SDK): completion, chunks, every
 // stop-reason mapping, cancel, permissions both ways, steering, resume through session/load,
 // crashes, timeouts, malformed output, file access, and no orphan process on any path.
-import { appendFileSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type SubagentRun, type SubagentRunEvent, auditDrafts } from '../../src';
@@ -25,6 +25,7 @@ import {
   text,
   uniqueName,
 } from '../helpers/temporal';
+import { agentLog, alive } from '../helpers/acp';
 
 let temporal: TestTemporal;
 let service: ReturnType<typeof newService>;
@@ -53,8 +54,7 @@ interface AgentEvent {
 
 /** An acp provider for one script, hosted by a fresh worker; its agent logs to a file of its own. */
 async function acpProvider(script: AcpAgentScript, options: Partial<AcpProviderOptions> = {}) {
-  const log = join(mkdtempSync(join(tmpdir(), 'subagent-acp-log-')), 'agent.jsonl');
-  appendFileSync(log, '');
+  const { path: log, events } = agentLog<AgentEvent>();
   const provider = createAcpProvider({
     name: uniqueName('acp'),
     ...acpTestAgentCommand(script, log),
@@ -65,24 +65,11 @@ async function acpProvider(script: AcpAgentScript, options: Partial<AcpProviderO
   });
   stops.push(await startWorker(temporal, [provider], { heartbeatIntervalMs: 200 }));
   service.registerProvider(provider);
-  const events = () =>
-    readFileSync(log, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as AgentEvent);
   const start = (prompt = 'hello') =>
     service.start(provider.name, { prompt: text(prompt), parent: { id: 'p', session: { header: { id: 's', cwd } } } });
   return { provider, log, events, start };
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 /** Every agent process the run started has exited. */
 async function noOrphans(events: () => AgentEvent[]): Promise<void> {
   const pids = [
@@ -436,8 +423,7 @@ describe('a worker crash mid-prompt', () => {
   afterAll(async () => worker?.kill());
 
   it('retries the turn on another worker, where the new process loads the session', async () => {
-    const log = join(mkdtempSync(join(tmpdir(), 'subagent-acp-crash-')), 'agent.jsonl');
-    appendFileSync(log, '');
+    const { path: log, events } = agentLog<AgentEvent>();
     const name = uniqueName('acp-crash');
     const script: AcpAgentScript = { loadSession: true, turns: [{ chunks: ['slow'], chunkDelayMs: 5000 }] };
     service.registerProvider(
@@ -454,11 +440,6 @@ describe('a worker crash mid-prompt', () => {
       ACP_COMMAND: JSON.stringify([agent.command, ...agent.args]),
       ...agent.env,
     };
-    const events = () =>
-      readFileSync(log, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((line) => JSON.parse(line) as AgentEvent);
     worker = await spawnWorkerProcess(env);
     const run: SubagentRun = service.start(name, {
       prompt: text('long task'),
