@@ -44,16 +44,17 @@ export function need(value: string | undefined, usage: string): string {
   return value;
 }
 
-/** The whole number an option gives, at least `min`; undefined when it is not given. Otherwise a usage error, exit 2. */
-export function wholeNumberOption(flags: Flags, name: string, min: number): number | undefined {
+/**
+ * The whole number an option gives, from `min` to `max`; undefined when it is not given.
+ * Otherwise a usage error, exit 2.
+ */
+export function wholeNumberOption(flags: Flags, name: string, min: number, max?: number): number | undefined {
   const value = flags.values[name];
   if (value === undefined) return undefined;
   const number = typeof value === 'string' && /^\s*-?\d+\s*$/.test(value) ? Number(value) : NaN;
-  if (!Number.isSafeInteger(number) || number < min) {
-    throw new CliError(
-      `usage: --${name} takes a whole number of ${min} or more (got ${JSON.stringify(value)})`,
-      EXIT.usage,
-    );
+  if (!Number.isSafeInteger(number) || number < min || (max !== undefined && number > max)) {
+    const range = max === undefined ? `of ${min} or more` : `from ${min} to ${max}`;
+    throw new CliError(`usage: --${name} takes a whole number ${range} (got ${JSON.stringify(value)})`, EXIT.usage);
   }
   return number;
 }

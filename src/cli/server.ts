@@ -4,13 +4,15 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { providersFromEnv } from '../providers/from-env';
 import { connectTemporal } from '../worker/connect';
 import { createSubagentWorker } from '../worker/worker';
-import { EXIT, Flags, out } from './common';
+import { EXIT, Flags, out, wholeNumberOption } from './common';
+
+const MAX_PORT = 65_535;
 
 /** The embedded server on `.data/temporal.db` and a worker for SUBAGENT_PROVIDERS, until SIGINT or SIGTERM. */
 export async function dev(flags: Flags): Promise<number> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const port = Number(flags.values.port ?? 7233);
-  const uiPort = flags.values['ui-port'] === undefined ? undefined : Number(flags.values['ui-port']);
+  const port = wholeNumberOption(flags, 'port', 1, MAX_PORT) ?? 7233;
+  const uiPort = wholeNumberOption(flags, 'ui-port', 1, MAX_PORT);
   const temporal = await connectTemporal({
     embedded: true,
     devServer: { port, ...(uiPort === undefined ? {} : { uiPort }) },

@@ -609,16 +609,19 @@ it('refuses an unknown option or an option without its value as a usage error (e
   expect(noValue.stderr).toContain("Option '--limit <value>' argument missing");
 });
 
-it('refuses a count that is not a whole number as a usage error (exit 2): --limit abc listed every run, --max-depth=-1 exited 6', async () => {
+it('refuses a count or a port that is not a whole number in range as a usage error (exit 2): --limit abc listed every run, --max-depth=-1 exited 6', async () => {
   for (const args of [
     ['list', '--limit', 'abc'],
     ['list', '--limit', '0'],
     ['start', scripted.name, 'task', '--max-depth=-1'],
     ['start', scripted.name, 'task', '--max-depth', '1.5'],
+    // `dev` refuses a port before it starts anything: NaN reached the server's launcher (exit 4).
+    ['dev', '--port', 'abc'],
+    ['dev', '--ui-port', '70000'],
   ]) {
     const outcome = await cli(args);
     expect({ args, code: outcome.code }).toEqual({ args, code: 2 });
-    expect(outcome.stderr).toContain('takes a whole number of');
+    expect(outcome.stderr).toContain('takes a whole number');
   }
 });
 
