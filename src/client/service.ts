@@ -17,7 +17,7 @@ import {
   STATUS_ATTRIBUTE,
 } from '../../workflows/search-attributes';
 import type { subagentRunWorkflow } from '../../workflows/subagent-run';
-import { RUN_ID_PREFIX, defaultTaskQueue, modelTaskQueue } from '../seam/constants';
+import { RUN_ID_PREFIX, defaultTaskQueue, modelTaskQueue, providerNameViolation } from '../seam/constants';
 import { defaultPayloadLimit } from '../temporal/payload-store';
 import { SubagentError, causeChain } from '../seam/errors';
 import { canonicalJson } from '../seam/json';
@@ -102,11 +102,13 @@ export class TemporalSubagentService {
   /**
    * Registers a provider by its descriptor (a full seam `SubagentProvider` works too: only its
    * descriptor fields are read). Returns a synchronous disposer that unregisters it; runs already
-   * started keep going. Throws `DUPLICATE_PROVIDER` for a taken name, `INVALID_CONFIG` for bad
-   * run settings, and rethrows a `subagent/provider-added` listener's error after rolling back.
+   * started keep going. Throws `DUPLICATE_PROVIDER` for a taken name, `INVALID_CONFIG` for a name
+   * that cannot name runs (empty, not well-formed, over 900 bytes) or bad run settings, and rethrows a `subagent/provider-added` listener's error after rolling back.
    */
   registerProvider(provider: SubagentProviderDescriptor | SubagentProvider): () => void {
     const { name } = provider;
+    const badName = providerNameViolation(name);
+    if (badName) throw new SubagentError(badName, 'INVALID_CONFIG');
     if (this.providers.has(name)) {
       throw new SubagentError(`a subagent provider named "${name}" is already registered`, 'DUPLICATE_PROVIDER');
     }

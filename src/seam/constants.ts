@@ -17,6 +17,23 @@ export function modelTaskQueue(providerTaskQueue: string): string {
 /** Prefix of every run id (= workflow id), so runs are easy to find among other workflows. */
 export const RUN_ID_PREFIX = 'subagent-';
 
+/**
+ * The longest provider name, in UTF-8 bytes. It is in every id of the provider's runs (with at
+ * most 78 more bytes) and in its task queue's name, both of which the server caps at 1,000 bytes.
+ */
+export const MAX_PROVIDER_NAME_BYTES = 900;
+
+/** Why `name` cannot name a provider, its runs and its task queue; undefined if it can. */
+export function providerNameViolation(name: unknown): string | undefined {
+  if (typeof name !== 'string' || name === '') return 'a provider name must be a non-empty string';
+  if (!name.isWellFormed()) return `the provider name ${JSON.stringify(name)} is not well-formed text`;
+  const bytes = utf8Length(name);
+  if (bytes > MAX_PROVIDER_NAME_BYTES) {
+    return `the provider name "${name.slice(0, 40)}…" is ${bytes} bytes, over ${MAX_PROVIDER_NAME_BYTES}`;
+  }
+  return undefined;
+}
+
 /** Temporal refuses payloads over 2 MiB; stay under it with room for the envelope. */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 2 * 1024 * 1024 - 64 * 1024;
 

@@ -24,7 +24,7 @@ import { TemporalSubagentService } from '../client/service';
 import { sendAgainIfDropped } from '../client/temporal-errors';
 import { budgetOf } from '../client/validate';
 import { narrowBudget } from '../seam/budget';
-import { defaultTaskQueue, modelTaskQueue } from '../seam/constants';
+import { defaultTaskQueue, modelTaskQueue, providerNameViolation } from '../seam/constants';
 import { defaultPayloadLimit, payloadStoreOf, sweepPayloads } from '../temporal/payload-store';
 import type { SubagentDelegate } from '../seam/delegation';
 import { SubagentDepthError, SubagentError } from '../seam/errors';
@@ -120,12 +120,15 @@ export function bundleSubagentWorkflows(options: { tracing?: boolean } = {}): Re
 
 /**
  * Creates (not yet running) workers for the given providers. Throws `INVALID_CONFIG` for no
- * providers, two with one name, or a tool named like a reserved activity. The caller runs and
+ * providers, a name that cannot name runs (`providerNameViolation`), two with one name, or a tool
+ * named like a reserved activity. The caller runs and
  * shuts them down.
  */
 export async function createSubagentWorker(options: SubagentWorkerOptions): Promise<SubagentWorker> {
   const providers = new Map<string, SubagentHostedProvider>();
   for (const provider of options.providers) {
+    const badName = providerNameViolation(provider.name);
+    if (badName) throw new SubagentError(badName, 'INVALID_CONFIG');
     if (providers.has(provider.name)) {
       throw new SubagentError(`two hosted providers are named "${provider.name}"`, 'INVALID_CONFIG');
     }

@@ -4,7 +4,7 @@ import { SubagentError, type SubagentStartRequest, runStarted } from '../../src'
 import { createScriptedProvider } from '../../src/testing';
 import { temporal } from '@temporalio/proto';
 import { statusQuery } from '../../workflows/definitions';
-import { eventually, newService, testRuns, text, uniqueName } from '../helpers/temporal';
+import { eventually, newService, startWorker, testRuns, text, uniqueName } from '../helpers/temporal';
 
 const scripted = createScriptedProvider({ name: uniqueName('bad-input') });
 
@@ -320,3 +320,18 @@ it('cancels with a reason of any text: a lone surrogate in it no longer loses th
   expect(await run.result).toMatchObject({ stopReason: 'aborted' });
   await run.dispose();
 });
+
+it.each([
+  ['empty', ''],
+  ['not well-formed text (a lone surrogate)', 'scripted-\ud800'],
+  ['over 900 bytes', 'p'.repeat(901)],
+])(
+  'refuses a provider name that cannot name runs, %s, with INVALID_CONFIG: in the service and in a worker',
+  async (_case, name) => {
+    const provider = createScriptedProvider({ name });
+    expect(() => newService(runs.temporal).registerProvider(provider)).toThrow(
+      expect.objectContaining({ code: 'INVALID_CONFIG' }),
+    );
+    await expect(startWorker(runs.temporal, [provider])).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+  },
+);
