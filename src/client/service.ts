@@ -19,7 +19,7 @@ import {
 import type { subagentRunWorkflow } from '../../workflows/subagent-run';
 import { RUN_ID_PREFIX, defaultTaskQueue, modelTaskQueue, providerNameViolation } from '../seam/constants';
 import { defaultPayloadLimit } from '../temporal/payload-store';
-import { SubagentError, causeChain } from '../seam/errors';
+import { SubagentError } from '../seam/errors';
 import { canonicalJson } from '../seam/json';
 import { requestedModel } from '../seam/delegation';
 import type {
@@ -34,6 +34,7 @@ import { SubagentEventListener, SubagentEventName, SubagentEvents } from './even
 import { RunHandle, RunHandleContext, StopAtStart, withinDeadline } from './run-handle';
 import { resolveRunSettings } from './run-settings';
 import { assertPayloadWithin, readCallerInput, resolveStartRequest } from './validate';
+import { unknownSearchAttribute } from './temporal-errors';
 
 /** Deadline of the call that creates a run or a resume on the server. */
 const DEFAULT_START_TIMEOUT_MS = 10_000;
@@ -317,9 +318,7 @@ export class TemporalSubagentService {
     try {
       await start({ typedSearchAttributes: attributes });
     } catch (err) {
-      const reason = causeChain(err)
-        .map((e) => e.message)
-        .find((message) => /search attribute/i.test(message));
+      const reason = unknownSearchAttribute(err);
       if (reason === undefined) throw err;
       this.indexing = false;
       this.context.logger.warn(

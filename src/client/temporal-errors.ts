@@ -4,6 +4,7 @@ import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/cl
 import { ApplicationFailure } from '@temporalio/common';
 import { SUBAGENT_ERROR_CODES, SubagentError, SubagentErrorCode, causeChain } from '../seam/errors';
 
+const GRPC_INVALID_ARGUMENT = 3;
 const GRPC_DEADLINE_EXCEEDED = 4;
 const GRPC_NOT_FOUND = 5;
 const GRPC_RESOURCE_EXHAUSTED = 8;
@@ -48,6 +49,21 @@ function notReadyBecause(err: unknown, reason: RegExp): boolean {
   return causeChain(err).some(
     (e) => (e as { code?: unknown }).code === GRPC_FAILED_PRECONDITION && reason.test(e.message),
   );
+}
+
+/**
+ * The server's words when it refused a start because its namespace does not know one of the
+ * search attributes the start sets ("search attribute X is not defined"; on SQL visibility with
+ * aliases, "no mapping defined for search attribute X"), or undefined. Only that: a refusal that
+ * merely mentions search attributes, such as the server failing to read their definitions for a
+ * moment, is no reason to stop setting them.
+ */
+export function unknownSearchAttribute(err: unknown): string | undefined {
+  return causeChain(err).find(
+    (e) =>
+      (e as { code?: unknown }).code === GRPC_INVALID_ARGUMENT &&
+      /search attribute \S+ is not defined|no mapping defined for search attribute/i.test(e.message),
+  )?.message;
 }
 
 /** How many times `sendAgainIfDropped` sends an update that a failed workflow task drops each time. */

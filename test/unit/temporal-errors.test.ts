@@ -7,6 +7,7 @@ import {
   isUpdateDropped,
   sendAgainIfDropped,
   toSubagentError,
+  unknownSearchAttribute,
 } from '../../src/client/temporal-errors';
 import { isStalePageToken } from '../../src/temporal/run-history';
 
@@ -99,4 +100,17 @@ it('reads a page token the server refused for its branch or transition check as 
   expect(
     isStalePageToken(grpcError(9, 'Unable to perform workflow execution update due to Workflow Task in failed state.')),
   ).toBe(false);
+});
+
+it('reads only an unknown search attribute as one, not a refusal that merely mentions search attributes', () => {
+  // The server's words (go.temporal.io/server common/searchattribute/validator.go, common/namespace).
+  const undefinedOne = grpcError(3, 'search attribute SubagentStatus is not defined');
+  const unmapped = grpcError(3, 'Namespace default has no mapping defined for search attribute SubagentStatus');
+  for (const refusal of [undefinedOne, unmapped]) {
+    expect(unknownSearchAttribute(new Error('failed to start', { cause: refusal }))).toBe(refusal.message);
+  }
+  const notRead = grpcError(14, 'unable to get search attributes from cluster metadata: timeout');
+  const tooLarge = grpcError(3, 'search attribute SubagentParentRunId value size 2100 exceeds size limit 2048');
+  expect(unknownSearchAttribute(notRead)).toBeUndefined();
+  expect(unknownSearchAttribute(tooLarge)).toBeUndefined();
 });
