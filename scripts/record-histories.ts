@@ -20,13 +20,16 @@
 // worker whose build ID names it, that record no patch marker at all; v14 (`v14
 // parked-nested-parent parked-nested-child`) a parked run disposed while its background nested run
 // is parked too: it closes only once the server has its cancel to the nested run (the server drops
-// a cancel whose sender has closed).
+// a cancel whose sender has closed); v15 (`v15 unnameable-parent unnameable-child`) what a raw
+// client may send and ours refuses: a run whose parent's id has a lone surrogate fails at once, and
+// a parked run ignores a `childStarted` signal naming such an id, then is disposed.
 // The token limiter's workflow has versions of its own: v1 (`v1 limiter-continued limiter-ended`,
 // files `token-limiter-v1-*.json`) reservations that wait, a charge, a continue-as-new, and the end.
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type Payload, defaultPayloadConverter } from '@temporalio/common';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { type SubagentTool, TemporalSubagentService, toolResult } from '../src';
@@ -46,7 +49,13 @@ import {
   createSpawnProvider,
   createSubagentWorker,
 } from '../src/worker';
-import { statusQuery, tokenLimiterId } from '../workflows/definitions';
+import {
+  SUBAGENT_RUN_WORKFLOW,
+  type SubagentRunInput,
+  childStartedSignal,
+  statusQuery,
+  tokenLimiterId,
+} from '../workflows/definitions';
 
 const [VERSION, ...ONLY] = process.argv.slice(2);
 if (!VERSION) {
@@ -257,6 +266,24 @@ async function main(): Promise<void> {
     await parkedParent.dispose();
     await temporal.client.workflow.getHandle(parkedChild!).result();
 
+    // What a raw client may send and ours refuses: a run whose parent's id no command can carry
+    // fails at once; a parked run ignores a nested run's start that names such an id.
+    const [started] = (await temporal.client.workflow.getHandle(run.id).fetchHistory()).events!;
+    const { input, taskQueue } = started!.workflowExecutionStartedEventAttributes!;
+    const runInput = defaultPayloadConverter.fromPayload<SubagentRunInput>(input!.payloads![0]! as Payload);
+    const unnameableParent = await temporal.client.workflow.start(SUBAGENT_RUN_WORKFLOW, {
+      args: [{ ...runInput, request: { ...runInput.request, parent: { id: 'recorder', runId: 'subagent-x:\ud800' } } }],
+      taskQueue: taskQueue!.name!,
+      workflowId: `${run.id}-unnameable-parent`,
+    });
+    await unnameableParent.result().catch(() => undefined);
+    const unnameableChild = service.start('scripted', { prompt: text('park'), parent: { id: 'recorder' } });
+    await unnameableChild.result;
+    await temporal.client.workflow
+      .getHandle(unnameableChild.id)
+      .signal(childStartedSignal, { runId: 'subagent-x:\ud800' });
+    await unnameableChild.dispose();
+
     // An endpoint's token limiter: calls that wait for the bucket, one whose usage is over its
     // estimate (charged the rest), a continue-as-new, and the end once the bucket is full again.
     const limitedCalls = 60;
@@ -311,6 +338,8 @@ async function main(): Promise<void> {
       ['nested-child', nestedChild!, undefined],
       ['parked-nested-parent', parkedParent.id, undefined],
       ['parked-nested-child', parkedChild!, undefined],
+      ['unnameable-parent', unnameableParent.workflowId, undefined],
+      ['unnameable-child', unnameableChild.id, undefined],
       // The token limiter's recordings are versioned on their own (`v1 limiter-continued limiter-ended`).
       ['limiter-continued', limiter, limiterRuns[0], 'token-limiter'],
       ['limiter-ended', limiter, limiterRuns.at(-1), 'token-limiter'],

@@ -53,6 +53,14 @@ export const CHILD_SETTLED_PATCH = 'child-settled-signal';
  */
 export const NESTED_CANCELS_DELIVERED_PATCH = 'nested-cancels-delivered';
 
+/**
+ * A run whose input names a workflow or task queue that its commands cannot carry (a raw client's:
+ * ours refuses it at start) fails at once, and a `childStarted` signal naming such a run is
+ * ignored. Before, core could not encode the command and shut the whole worker down, or the server
+ * refused it at every workflow task. Asked with `patched()` itself, and only by such runs.
+ */
+export const UNNAMEABLE_IDS_PATCH = 'unnameable-ids-refused';
+
 /** Patch: every patch of `PATCHES` at once, with one marker (the first generation). */
 const GENERATION_2026_12 = 'patches-2026-12';
 

@@ -21,7 +21,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { budgetStop, remainingBudget } from '../src/seam/budget';
-import { payloadBytes, payloadLimitViolation } from '../src/seam/constants';
+import { MAX_WORKFLOW_ID_BYTES, isWorkflowId, payloadBytes, payloadLimitViolation } from '../src/seam/constants';
 import type { ContentBlock } from '../src/seam/content';
 import type { SubagentResult, SubagentTurnResult } from '../src/seam/result';
 import {
@@ -55,7 +55,13 @@ import {
   wakeUpdate,
 } from './definitions';
 import { Approvals, carriedMemo } from './approvals';
-import { CHILD_SETTLED_PATCH, NESTED_CANCELS_DELIVERED_PATCH, PATCHES, runPaths } from './patches';
+import {
+  CHILD_SETTLED_PATCH,
+  NESTED_CANCELS_DELIVERED_PATCH,
+  PATCHES,
+  UNNAMEABLE_IDS_PATCH,
+  runPaths,
+} from './patches';
 import {
   COST_ATTRIBUTE,
   PROVIDER_ATTRIBUTE,
@@ -77,6 +83,10 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   const { settings, request, carried } = input;
   // At the first activation: which build began the run decides its paths (see `runPaths`).
   const takes = runPaths();
+  const unnameable = unnameableIn(input);
+  if (unnameable !== undefined && patched(UNNAMEABLE_IDS_PATCH)) {
+    throw ApplicationFailure.nonRetryable(`the run cannot start: ${unnameable}`, 'INVALID_REQUEST');
+  }
   const segment = carried?.segment ?? 0;
   const state: RunState = {
     runId: workflowInfo().workflowId,
@@ -132,6 +142,8 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   });
 
   setHandler(childStartedSignal, ({ runId }) => {
+    // An id no command could carry names no run of ours: cancelling it would stop the worker.
+    if (!isWorkflowId(runId) && patched(UNNAMEABLE_IDS_PATCH)) return;
     children.add(runId);
   });
 
@@ -537,4 +549,19 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
       }),
     );
   }
+}
+
+/**
+ * Which id of a run's input its commands could not carry, if any: the parent it signals, and the
+ * task queue its model calls go to. Our client refuses such input; a raw client may send it.
+ */
+function unnameableIn({ request, modelTaskQueue }: SubagentRunInput): string | undefined {
+  const parentRunId = request.parent.runId;
+  if (parentRunId !== undefined && !isWorkflowId(parentRunId)) {
+    return `request.parent.runId must be well-formed text of 1 to ${MAX_WORKFLOW_ID_BYTES} bytes`;
+  }
+  if (modelTaskQueue !== undefined && !isWorkflowId(modelTaskQueue)) {
+    return `modelTaskQueue must be well-formed text of 1 to ${MAX_WORKFLOW_ID_BYTES} bytes`;
+  }
+  return undefined;
 }

@@ -1,6 +1,6 @@
 // Validation and resolution of what callers pass in, before anything durable exists. Every
 // malformed field is a synchronous `SubagentError('INVALID_REQUEST')` naming the field.
-import { payloadLimitViolation } from '../seam/constants';
+import { MAX_WORKFLOW_ID_BYTES, isWorkflowId, payloadLimitViolation } from '../seam/constants';
 import type { ContentBlock, JsonObject } from '../seam/content';
 import { SubagentDepthError, SubagentError } from '../seam/errors';
 import { describeValue, isPlainObject, jsonCopy, jsonViolation, omitUndefined } from '../seam/json';
@@ -262,22 +262,6 @@ function optionalJsonObject(value: unknown, path: string): JsonObject | undefine
   const notJson = jsonViolation(value, path);
   if (notJson) invalid(notJson);
   return jsonCopy(value as JsonObject);
-}
-
-/**
- * The longest workflow id the server takes by default (`limit.maxIDLength`, in bytes). The run
- * signals its parent by this id and indexes it: one the server refuses fails every workflow task.
- */
-const MAX_WORKFLOW_ID_BYTES = 1000;
-
-/** A string the server takes as a workflow id: non-empty, well-formed, within its length limit. */
-function isWorkflowId(value: unknown): value is string {
-  return (
-    typeof value === 'string' &&
-    value !== '' &&
-    value.isWellFormed() &&
-    Buffer.byteLength(value, 'utf8') <= MAX_WORKFLOW_ID_BYTES
-  );
 }
 
 /** A value for an error message, a long string cut short. */

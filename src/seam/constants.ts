@@ -23,6 +23,23 @@ export const RUN_ID_PREFIX = 'subagent-';
  */
 export const MAX_PROVIDER_NAME_BYTES = 900;
 
+/**
+ * The longest workflow id, or task queue name, the server takes by default (`limit.maxIDLength`,
+ * in bytes). A command naming a longer one fails its workflow task, every time it is retried.
+ */
+export const MAX_WORKFLOW_ID_BYTES = 1000;
+
+/**
+ * A string that can name a workflow (or a task queue) in a run's commands: non-empty, well-formed
+ * (core cannot encode a lone surrogate, and shuts the worker down), within the server's limit.
+ * Safe inside the workflow sandbox.
+ */
+export function isWorkflowId(value: unknown): value is string {
+  return (
+    typeof value === 'string' && value !== '' && value.isWellFormed() && utf8Length(value) <= MAX_WORKFLOW_ID_BYTES
+  );
+}
+
 /** Why `name` cannot name a provider, its runs and its task queue; undefined if it can. */
 export function providerNameViolation(name: unknown): string | undefined {
   if (typeof name !== 'string' || name === '') return 'a provider name must be a non-empty string';

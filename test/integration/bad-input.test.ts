@@ -1,9 +1,15 @@
 // Bad input gets a clear, typed error at once and loses nothing: no workflow exists afterwards.
 // Runs in its own namespace so the workflow count through the client is this file's alone.
-import { SubagentError, type SubagentStartRequest, runStarted } from '../../src';
+import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import { SubagentError, type SubagentRun, type SubagentStartRequest, runStarted } from '../../src';
 import { createScriptedProvider } from '../../src/testing';
 import { temporal } from '@temporalio/proto';
-import { statusQuery } from '../../workflows/definitions';
+import {
+  SUBAGENT_RUN_WORKFLOW,
+  type SubagentRunInput,
+  childStartedSignal,
+  statusQuery,
+} from '../../workflows/definitions';
 import { eventually, newService, startWorker, testRuns, text, uniqueName } from '../helpers/temporal';
 
 const scripted = createScriptedProvider({ name: uniqueName('bad-input') });
@@ -335,3 +341,48 @@ it.each([
     await expect(startWorker(runs.temporal, [provider])).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
   },
 );
+
+describe('a raw Temporal client (ours refuses these at start)', () => {
+  /** A parked run, and its workflow's input as our client sent it, to send again altered. */
+  async function parkedRunAndInput(): Promise<{ run: SubagentRun; input: SubagentRunInput; taskQueue: string }> {
+    const run = runs.service.start(scripted.name, valid);
+    await run.result;
+    const [started] = (await runs.temporal.client.workflow.getHandle(run.id).fetchHistory()).events!;
+    const attributes = started!.workflowExecutionStartedEventAttributes!;
+    const input = defaultPayloadConverter.fromPayload<SubagentRunInput>(attributes.input!.payloads![0]! as Payload);
+    return { run, input, taskQueue: attributes.taskQueue!.name! };
+  }
+
+  /** The worker still runs runs: a lone surrogate in a command had made core shut it down. */
+  async function workerStillRuns(): Promise<void> {
+    const next = runs.service.start(scripted.name, valid);
+    expect(await next.result).toMatchObject({ stopReason: 'completed' });
+    await next.dispose();
+  }
+
+  it.each([
+    ['a parent run id with a lone surrogate (core shut the worker down)', { runId: 'subagent-x:\ud800' }],
+    ['a parent run id of 10,000 characters (the server refused every workflow task)', { runId: 'r'.repeat(10_000) }],
+  ])('fails a run whose input has %s at once, INVALID_REQUEST, and the worker runs on', async (_case, parentIds) => {
+    const { run, input, taskQueue } = await parkedRunAndInput();
+    await run.dispose();
+    const raw = { ...input, request: { ...input.request, parent: { ...input.request.parent, ...parentIds } } };
+    const handle = await runs.temporal.client.workflow.start(SUBAGENT_RUN_WORKFLOW, {
+      args: [raw],
+      taskQueue,
+      workflowId: `${run.id}-raw`,
+    });
+    await expect(handle.result()).rejects.toMatchObject({
+      cause: { type: 'INVALID_REQUEST', message: expect.stringContaining('request.parent.runId must be') },
+    });
+    await workerStillRuns();
+  });
+
+  it('ignores a childStarted signal naming a run with a lone surrogate, so disposing of the run cancels no such child, and the worker runs on', async () => {
+    const { run } = await parkedRunAndInput();
+    await runs.temporal.client.workflow.getHandle(run.id).signal(childStartedSignal, { runId: 'subagent-x:\ud800' });
+    await run.dispose();
+    expect(await runs.closed(run.id)).toMatchObject({ closedBy: 'disposed' });
+    await workerStillRuns();
+  });
+});
