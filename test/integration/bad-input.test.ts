@@ -360,20 +360,38 @@ describe('a raw Temporal client (ours refuses these at start)', () => {
     await next.dispose();
   }
 
+  /** The input with its parent's run id replaced. */
+  const withParentRunId = (runId: string) => (input: SubagentRunInput) => ({
+    ...input,
+    request: { ...input.request, parent: { ...input.request.parent, runId } },
+  });
+
   it.each([
-    ['a parent run id with a lone surrogate (core shut the worker down)', { runId: 'subagent-x:\ud800' }],
-    ['a parent run id of 10,000 characters (the server refused every workflow task)', { runId: 'r'.repeat(10_000) }],
-  ])('fails a run whose input has %s at once, INVALID_REQUEST, and the worker runs on', async (_case, parentIds) => {
+    [
+      'a parent run id with a lone surrogate (core shut the worker down)',
+      withParentRunId('subagent-x:\ud800'),
+      'request.parent.runId must be',
+    ],
+    [
+      'a parent run id of 10,000 characters (the server refused every workflow task)',
+      withParentRunId('r'.repeat(10_000)),
+      'request.parent.runId must be',
+    ],
+    [
+      'a model task queue with a lone surrogate (its model calls would have shut the worker down)',
+      (input: SubagentRunInput) => ({ ...input, modelTaskQueue: 'model\ud800' }),
+      'modelTaskQueue must be',
+    ],
+  ])('fails a run whose input has %s at once, INVALID_REQUEST, and the worker runs on', async (_case, alter, says) => {
     const { run, input, taskQueue } = await parkedRunAndInput();
     await run.dispose();
-    const raw = { ...input, request: { ...input.request, parent: { ...input.request.parent, ...parentIds } } };
     const handle = await runs.temporal.client.workflow.start(SUBAGENT_RUN_WORKFLOW, {
-      args: [raw],
+      args: [alter(input)],
       taskQueue,
       workflowId: `${run.id}-raw`,
     });
     await expect(handle.result()).rejects.toMatchObject({
-      cause: { type: 'INVALID_REQUEST', message: expect.stringContaining('request.parent.runId must be') },
+      cause: { type: 'INVALID_REQUEST', message: expect.stringContaining(says) },
     });
     await workerStillRuns();
   });
