@@ -55,7 +55,7 @@ const harness = fakeModelHarness(
 
 const parent = { id: 'parent', session: { header: { id: 'parent-session', cwd } } };
 const startSpawn = (prompt: string, extra: object = {}) =>
-  harness.service.start(harness.providers.spawn.name, { prompt: text(prompt), parent, ...extra });
+  harness.start('spawn', { prompt: text(prompt), parent, ...extra });
 /** Requests this test made: the fake records every request in order. */
 function mark() {
   const from = harness.fake.requests.length;
@@ -223,7 +223,7 @@ describe('§7.5 spawn', () => {
       toolCallReply([{ id: 'call-read', name: 'read_file', arguments: { path: 'notes.txt' } }]),
       textReply('it says 42'),
     );
-    const run = harness.service.start(harness.providers.activityTools.name, {
+    const run = harness.start('activityTools', {
       prompt: text('what do the notes say?'),
       parent,
     });
@@ -245,7 +245,7 @@ describe('§7.5 spawn', () => {
   it('answers an inline tool that rejects with an error result the model reads, and goes on', async () => {
     const since = mark();
     harness.fake.enqueue(toolCallReply([{ id: 'call-x', name: 'explode', arguments: {} }]), textReply('it broke'));
-    const run = harness.service.start(harness.providers.activityTools.name, { prompt: text('try it'), parent });
+    const run = harness.start('activityTools', { prompt: text('try it'), parent });
     expect(await run.result).toEqual({ output: text('it broke'), stopReason: 'completed' });
     expect(messagesOf(1, since).at(-1)).toMatchObject({
       role: 'tool',
@@ -442,7 +442,7 @@ describe('§7.6 fork', () => {
   it("§7.6 a seeded child sees the parent's completed turns, never the turn in flight, answers on its own, and its seedLength is the prefix", async () => {
     const since = mark();
     harness.fake.enqueue(textReply('forked answer'));
-    const run = harness.service.start(harness.providers.fork.name, {
+    const run = harness.start('fork', {
       prompt: text('continue from here'),
       parent: { ...parent, session: { ...parent.session, events } },
     });
@@ -464,12 +464,12 @@ describe('§7.6 fork', () => {
   it('§7.6 with an empty prefix the fork is unseeded; §7.5 spawn never receives the parent log', async () => {
     const since = mark();
     harness.fake.enqueue(textReply('fresh'), textReply('spawned'));
-    const unseeded = harness.service.start(harness.providers.fork.name, {
+    const unseeded = harness.start('fork', {
       prompt: text('alone'),
       parent: { ...parent, session: { ...parent.session, events: events.slice(8) } },
     });
     await unseeded.result;
-    const spawned = harness.service.start(harness.providers.spawn.name, {
+    const spawned = harness.start('spawn', {
       prompt: text('spawned alone'),
       parent: { ...parent, session: { ...parent.session, events } },
     });
@@ -489,7 +489,7 @@ describe('§7.6 and §7.7 fork beside spawn', () => {
 
   it("§7.6 a child whose turn ends on a bare stop has output [] and completed, never the seeded parent's message", async () => {
     harness.fake.enqueue(textReply(''));
-    const run = harness.service.start(harness.providers.fork.name, {
+    const run = harness.start('fork', {
       prompt: text('say nothing'),
       parent: { ...parent, session: { ...parent.session, events: completedTurn } },
     });
@@ -501,9 +501,9 @@ describe('§7.6 and §7.7 fork beside spawn', () => {
     const events = structuredClone(completedTurn);
     const agent = { ...parent, session: { ...parent.session, events } };
     harness.fake.enqueue(textReply('spawned'), textReply('forked'));
-    const spawned = harness.service.start(harness.providers.spawn.name, { prompt: text('fresh task'), parent: agent });
+    const spawned = harness.start('spawn', { prompt: text('fresh task'), parent: agent });
     expect(await spawned.result).toEqual({ output: text('spawned'), stopReason: 'completed' });
-    const forked = harness.service.start(harness.providers.fork.name, { prompt: text('continue'), parent: agent });
+    const forked = harness.start('fork', { prompt: text('continue'), parent: agent });
     expect(await forked.result).toEqual({ output: text('forked'), stopReason: 'completed' });
     const contextOf = async (run: SubagentRun) =>
       (await harness.temporal.client.workflow.getHandle(run.id).query(runContextQuery)).request;

@@ -1,6 +1,6 @@
 // Test files whose LLM children talk to a loopback fake model server: the server, the providers
 // made on its endpoint, and `testRuns` hosting them, for the whole file.
-import type { SubagentHostedProvider } from '../../src';
+import type { SubagentHostedProvider, SubagentRun, SubagentStartRequest } from '../../src';
 import { type FakeOpenAI, startFakeOpenAI } from '../../src/testing';
 import { type TestRuns, type TestRunsOptions, testRuns } from './temporal';
 
@@ -15,6 +15,8 @@ export interface FakeModelHarness<P extends Record<string, SubagentHostedProvide
   readonly fake: FakeOpenAI;
   /** What `makeProviders` made, each hosted by the worker and registered with the service. */
   readonly providers: P;
+  /** Starts a run of the provider `makeProviders` made under `key`. */
+  start(key: keyof P, request: SubagentStartRequest): SubagentRun;
 }
 
 /**
@@ -55,6 +57,7 @@ export function fakeModelHarness<P extends Record<string, SubagentHostedProvider
     get service() {
       return runs.service;
     },
+    start: (key, request) => runs.service.start(made.providers[key]!.name, request),
     status: runs.status,
     closed: runs.closed,
   };

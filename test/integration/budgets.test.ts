@@ -31,8 +31,7 @@ const harness = fakeModelHarness(
 );
 
 const usage = (prompt: number, completion: number) => ({ prompt, completion });
-const startTree = (request: Parameters<typeof harness.service.start>[1]) =>
-  harness.service.start(harness.providers.tree.name, request);
+const startTree = (request: Parameters<typeof harness.service.start>[1]) => harness.start('tree', request);
 
 it('refuses a budget that cannot work with INVALID_REQUEST, before any run exists', () => {
   for (const budget of [{ maxTokens: -1 }, { maxTurns: 1.5 }, { deadline: 'tomorrow' }, { maxSpend: 3 }]) {

@@ -38,7 +38,7 @@ it('completes a 1,000-call turn of 200 KiB tool outputs with under 10 MB of hist
       ? toolCallReply([{ name: 'read_file', arguments: { path: 'big.txt' } }])
       : textReply('read it all');
   });
-  const run = harness.service.start(harness.providers.spawn.name, {
+  const run = harness.start('spawn', {
     prompt: text('read big.txt a thousand times'),
     parent: { id: 'p', session: { header: { id: 's', cwd } } },
   });

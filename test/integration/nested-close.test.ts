@@ -29,7 +29,7 @@ async function parkedTree(): Promise<{ root: SubagentRun; nestedId: string }> {
     textReply('done'),
     textReply('done'),
   );
-  const root = harness.service.start(harness.providers.tree.name, { prompt: text('go'), parent });
+  const root = harness.start('tree', { prompt: text('go'), parent });
   expect(await root.result).toMatchObject({ stopReason: 'completed' });
   const nestedId = await eventually(async () => {
     const [child] = (await harness.status(root.id)).children;

@@ -100,7 +100,7 @@ describe('run.events()', () => {
       ]),
       second.reply,
     );
-    run = harness.service.start(harness.providers.spawn.name, { prompt: text('list it'), parent });
+    run = harness.start('spawn', { prompt: text('list it'), parent });
     const reading = readUntil(run.events!(), live, 'settled');
     // The second model call is held: what came before it is already there to read.
     await eventually(() => live.find((event) => event.type === 'tool-call-end' && event.tool === 'list_directory'));
@@ -183,7 +183,7 @@ describe('run.events()', () => {
     const words = Array.from({ length: 40 }, (_, index) => `word${index}`).join(' ');
     // 40 words 40 ms apart: 1.6 s of streaming, so batches at 250 and 750 ms at least.
     harness.fake.enqueue(textReply(words, { tokenDelayMs: 40 }));
-    const streamed = harness.service.start(harness.providers.spawn.name, { prompt: text('talk slowly'), parent });
+    const streamed = harness.start('spawn', { prompt: text('talk slowly'), parent });
     const seen: SubagentRunEvent[] = [];
     // A reader that stops at the first batch and comes back from its offset + 1.
     for await (const event of streamed.events!()) {
@@ -217,7 +217,7 @@ describe('run.events()', () => {
       textReply(words, { reasoning: thinking, tokenDelayMs: 40 }),
     );
     const before = harness.fake.requests.length;
-    const run = harness.service.start(harness.providers.spawn.name, { prompt: text('think aloud'), parent });
+    const run = harness.start('spawn', { prompt: text('think aloud'), parent });
     const seen: SubagentRunEvent[] = [];
     await readUntil(run.events!(), seen, 'settled');
     expect((await run.result).output).toEqual([
@@ -258,7 +258,7 @@ describe('run.events()', () => {
       secondStep.reply,
       answer.reply,
     );
-    const run = harness.service.start(harness.providers.spawn.name, {
+    const run = harness.start('spawn', {
       prompt: text('list it twice, then talk'),
       parent,
     });

@@ -66,7 +66,7 @@ it('keeps an LLM child’s tool result and steering message once in history, and
     }
     return textReply('done');
   });
-  const run = harness.service.start(harness.providers.spawn.name, {
+  const run = harness.start('spawn', {
     prompt: text('read the notes'),
     parent: { id: 'p', session: { header: { id: 's', cwd } } },
   });
