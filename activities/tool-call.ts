@@ -3,6 +3,7 @@
 // instead (`runToolCall`, from activities/model-call.ts). Arguments the model got wrong go back to
 // it as a tool error; the tool's output is cut to a size the model (and one payload) can take.
 import { Context } from '@temporalio/activity';
+import { payloadLimitViolation } from '../src/seam/constants';
 import type { ContentBlock } from '../src/seam/content';
 import { type SubagentTool, type SubagentToolContext, type ToolCallOutcome, toolError } from '../src/seam/tool';
 import { type ActivityHost, keyedDelegation, newEntryId, runOf } from './host';
@@ -66,7 +67,55 @@ export async function runToolCall(
     return toolError(`invalid arguments: not JSON (${args.slice(0, 200)})`);
   }
   const outcome = await tool.execute(parsed, context);
-  return truncated(outcome, host.deps.maxToolOutputBytes ?? DEFAULT_MAX_TOOL_OUTPUT_BYTES);
+  // What the tool returned is checked here, once: an outcome of the wrong shape, or one no payload
+  // can hold, failed the activity, which ran the tool again on every retry to the same end.
+  let answer: ToolCallOutcome;
+  try {
+    const malformed = malformedOutcome(outcome);
+    if (malformed) return toolError(`tool ${tool.name} returned ${malformed}`);
+    answer = truncated(outcome, host.deps.maxToolOutputBytes ?? DEFAULT_MAX_TOOL_OUTPUT_BYTES);
+    const violation = payloadLimitViolation(answer, host.deps.maxPayloadBytes, `tool ${tool.name}'s result`);
+    if (violation) return toolError(violation);
+  } catch (err) {
+    return toolError(`tool ${tool.name} returned a result that cannot be sent: ${errorText(err)}`);
+  }
+  return answer;
+}
+
+/**
+ * What makes `outcome` something other than a tool's outcome (content blocks, each with a string
+ * type, text in a string, `isError` a boolean if set), or undefined if nothing does.
+ */
+function malformedOutcome(outcome: unknown): string | undefined {
+  if (typeof outcome !== 'object' || outcome === null) return `${typeOf(outcome)}, not a result (see toolResult)`;
+  const { content, isError } = outcome as Partial<ToolCallOutcome>;
+  if (!Array.isArray(content)) return 'a result whose content is not a list of blocks';
+  if (isError !== undefined && typeof isError !== 'boolean') return 'a result whose isError is not a boolean';
+  for (const [index, block] of (content as unknown[]).entries()) {
+    const { type, text } = (typeof block === 'object' && block !== null ? block : {}) as Record<string, unknown>;
+    if (typeof type !== 'string') return `a result whose content block ${index} has no type`;
+    if ((type === 'text' || type === 'reasoning') && typeof text !== 'string') {
+      return `a result whose ${type} block ${index} holds ${typeOf(text)}, not a string`;
+    }
+  }
+  return undefined;
+}
+
+function typeOf(value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'a list' : typeof value;
+}
+
+/** A thrown value's message, whatever it is: an Error whose message cannot be read, a Proxy, a string. */
+export function errorText(err: unknown): string {
+  try {
+    return err instanceof Error ? err.message : String(err);
+  } catch {
+    try {
+      return Object.prototype.toString.call(err);
+    } catch {
+      return 'a value that cannot be read';
+    }
+  }
 }
 
 /** Keeps a tool's result for the next model call, should it run on this worker; returns the id it is kept under. */
@@ -93,5 +142,5 @@ function truncated(outcome: ToolCallOutcome, maxBytes: number): ToolCallOutcome 
     budget = 0;
     return { type: 'text', text: `${kept}\n[output truncated: ${bytes.length - Buffer.byteLength(kept)} more bytes]` };
   });
-  return { ...outcome, content };
+  return { ...outcome, isError: outcome.isError === true, content };
 }

@@ -71,7 +71,9 @@ export interface SubagentTool {
   /**
    * Runs the tool with the model's parsed arguments. Resolves with what the model sees; bad
    * arguments and refused paths resolve with `isError` and never throw. A rejection means an
-   * infrastructure fault (retryable) or the run's cancellation (the signal's reason).
+   * infrastructure fault (retryable) or the run's cancellation (the signal's reason). A resolved
+   * value that is not a `ToolCallOutcome`, or that cannot be sent as one payload, reaches the model
+   * as an error result; the call is not retried.
    */
   execute(args: unknown, context: SubagentToolContext): Promise<ToolCallOutcome>;
 }

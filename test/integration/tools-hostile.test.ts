@@ -1,0 +1,117 @@
+// What a careless tool author's tool or a hostile caller's answer does to an LLM child's run: a
+// tool result of the wrong shape, one that cannot be sent, a rejection whose message cannot be
+// read, an approval's reason of any length. Over real HTTP to the fake model server (a test
+// double) and the real Temporal server.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type SubagentTool, toolResult } from '../../src';
+import { textReply, toolCallReply } from '../../src/testing';
+import { createSpawnProvider } from '../../src/worker';
+import { fakeModelHarness } from '../helpers/fake-model';
+import { text, uniqueName } from '../helpers/temporal';
+
+const cwd = mkdtempSync(join(tmpdir(), 'subagent-tools-hostile-'));
+const parent = { id: 'parent', session: { header: { id: 's', cwd } } };
+
+/** How many times each tool ran. */
+const runs = new Map<string, number>();
+/** A test tool that counts its calls and returns what `outcome` gives. */
+const counted = (name: string, outcome: () => unknown, extra: Partial<SubagentTool> = {}): SubagentTool => ({
+  name,
+  description: `A test tool: ${name}.`,
+  parameters: { type: 'object', properties: {} },
+  async execute() {
+    runs.set(name, (runs.get(name) ?? 0) + 1);
+    return outcome() as ReturnType<SubagentTool['execute']>;
+  },
+  ...extra,
+});
+/** An error whose message getter throws. */
+const unreadableError = () => {
+  const err = new Error('never read');
+  Object.defineProperty(err, 'message', {
+    get() {
+      throw new Error('the message getter throws');
+    },
+  });
+  return err;
+};
+const cyclic = () => {
+  const block: Record<string, unknown> = { type: 'image' };
+  block.self = block;
+  return { content: [block], isError: false };
+};
+
+// Retried quickly: the tests before the fixes saw every retry.
+const settings = { retry: { initialInterval: '100 ms', maximumInterval: '200 ms' } };
+const harness = fakeModelHarness((endpoint) => ({
+  spawn: createSpawnProvider({
+    name: uniqueName('tools-hostile'),
+    endpoint,
+    runSettings: settings,
+    tools: [
+      counted('returns_undefined', () => undefined),
+      counted('returns_text_content', () => ({ content: 'not a list', isError: false })),
+      counted('returns_bigint_text', () => ({ content: [{ type: 'text', text: 10n }], isError: false })),
+      counted('returns_cycle', cyclic),
+      counted('returns_3mb_block', () => ({
+        content: [{ type: 'image', data: 'x'.repeat(3_000_000) }],
+        isError: false,
+      })),
+      counted('inline_unreadable_error', () => Promise.reject(unreadableError()), { inline: true }),
+      counted('needs_approval', () => toolResult('done it'), { needsApproval: true }),
+    ],
+  }),
+}));
+
+const start = (prompt: string) => harness.service.start(harness.providers.spawn.name, { prompt: text(prompt), parent });
+/** The content of the tool message in the fake's last request. */
+const lastToolMessage = () =>
+  (harness.fake.requests.at(-1)!.body.messages as { role: string; content: string }[]).find(
+    (message) => message.role === 'tool',
+  )?.content;
+
+describe('a tool result that is not one', () => {
+  it.each([
+    [
+      'undefined',
+      'returns_undefined',
+      'Error: tool returns_undefined returned undefined, not a result (see toolResult)',
+    ],
+    [
+      'content that is not a list',
+      'returns_text_content',
+      'Error: tool returns_text_content returned a result whose content is not a list of blocks',
+    ],
+    [
+      'a text block holding a BigInt',
+      'returns_bigint_text',
+      'Error: tool returns_bigint_text returned a result whose text block 0 holds bigint, not a string',
+    ],
+    [
+      'a block with a cycle',
+      'returns_cycle',
+      expect.stringMatching(/^Error: tool returns_cycle returned a result that cannot be sent: .*circular/),
+    ],
+    [
+      'a block of 3 MB',
+      'returns_3mb_block',
+      expect.stringMatching(
+        /^Error: tool returns_3mb_block's result is 3000\d+ bytes, over the \d+-byte payload limit/,
+      ),
+    ],
+  ])(
+    'a tool that returns %s answers the model with an error result, and runs once (it ran again on every retry)',
+    async (_what, name, message) => {
+      const from = harness.fake.requests.length;
+      harness.fake.enqueue(toolCallReply([{ name, arguments: {} }]), textReply('noted'));
+      const run = start(`call ${name}`);
+      expect(await run.result).toEqual({ output: text('noted'), stopReason: 'completed' });
+      expect(runs.get(name)).toBe(1);
+      expect(harness.fake.requests.length - from).toBe(2);
+      expect(lastToolMessage()).toEqual(message);
+      await run.dispose();
+    },
+  );
+});
