@@ -22,7 +22,7 @@ import type { StructuredOutputSchema } from '../src/seam/structured';
 import { type SubagentTool, type SubagentToolContext, type ToolCallOutcome, toolError } from '../src/seam/tool';
 import { createStructuredOutputRuntime } from '../src/structured/runtime';
 import { type ActivityHost, newEntryId, runOf } from './host';
-import { runToolCall } from './tool-call';
+import { errorText, runToolCall } from './tool-call';
 import type { ModelCallInput, ModelCallResult, ModelToolCall, ToolActivityResult } from './types';
 
 /** What one call of the model came to: the result without its id, its calls listed with their answers. */
@@ -184,7 +184,7 @@ async function runInlineTools(
         });
       } catch (err) {
         if (context.signal.aborted) throw err;
-        answer = toolError(`tool ${call.name} failed: ${err instanceof Error ? err.message : String(err)}`);
+        answer = toolError(`tool ${call.name} failed: ${errorText(err)}`);
       }
       call.answer = { ...answer, ranInline: true };
     }),

@@ -114,4 +114,17 @@ describe('a tool result that is not one', () => {
       await run.dispose();
     },
   );
+
+  it('an inline tool that rejects with an error whose message cannot be read answers with an error result; the model is asked once for that step', async () => {
+    const from = harness.fake.requests.length;
+    harness.fake.enqueue(toolCallReply([{ name: 'inline_unreadable_error', arguments: {} }]), textReply('noted'));
+    const run = start('call inline_unreadable_error');
+    expect(await run.result).toEqual({ output: text('noted'), stopReason: 'completed' });
+    // Before, reading the message threw in the model call, which was retried: the model was asked
+    // again for the same step, and the tool's call was lost.
+    expect(harness.fake.requests.length - from).toBe(2);
+    expect(runs.get('inline_unreadable_error')).toBe(1);
+    expect(lastToolMessage()).toBe('Error: tool inline_unreadable_error failed: [object Error]');
+    await run.dispose();
+  });
 });
