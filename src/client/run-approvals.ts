@@ -9,14 +9,18 @@ import type { SubagentApprovalDecision } from '../seam/result';
 import type { SubagentApprovalAnswer } from '../seam/run';
 import { isNotFound, sendAgainIfDropped, toSubagentError } from './temporal-errors';
 
+/** The longest reason an answer carries; a longer one is cut. */
+const MAX_REASON_CHARS = 4096;
+
 /** Deepest tree walked up from a request's run to the run answering it. */
 const MAX_TREE_DEPTH = 64;
 
 /**
  * Answers request `requestId` of run `runId` or of a run below it. Resolves with the decision the
- * request has: this one, or the one made first (by another caller, or the timeout). Rejects with
- * `INVALID_REQUEST` for a malformed answer, `UNKNOWN_APPROVAL` for a request neither the run nor
- * any run below it made, `UNKNOWN_RUN` when the run is gone.
+ * request has: this one, or the one made first (by another caller, or the timeout). A reason is
+ * sent well-formed and cut at `MAX_REASON_CHARS`. Rejects with `INVALID_REQUEST` for a malformed
+ * answer, `UNKNOWN_APPROVAL` for a request neither the run nor any run below it made,
+ * `UNKNOWN_RUN` when the run is gone.
  */
 export async function approveRequest(
   client: Client,
@@ -47,10 +51,14 @@ export async function approveRequest(
       'UNKNOWN_APPROVAL',
     );
   }
+  // The reason reaches the run's history three times in one workflow task (the update, its
+  // decision, the memo): a long one took that task past the server's 4 MiB message limit, which
+  // failed the run for good.
+  const sent = reason === undefined ? undefined : reason.slice(0, MAX_REASON_CHARS).toWellFormed();
   try {
     return await sendAgainIfDropped(() =>
       client.workflow.getHandle(asking).executeUpdate(approveUpdate, {
-        args: [{ requestId, decision, ...(reason === undefined ? {} : { reason }) }],
+        args: [{ requestId, decision, ...(sent === undefined ? {} : { reason: sent }) }],
         updateId: `approve-${requestId}`,
       }),
     );

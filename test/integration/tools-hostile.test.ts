@@ -5,7 +5,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type SubagentTool, toolResult } from '../../src';
+import { type SubagentRunEvent, type SubagentTool, toolResult } from '../../src';
 import { textReply, toolCallReply } from '../../src/testing';
 import { createSpawnProvider } from '../../src/worker';
 import { fakeModelHarness } from '../helpers/fake-model';
@@ -125,6 +125,32 @@ describe('a tool result that is not one', () => {
     expect(harness.fake.requests.length - from).toBe(2);
     expect(runs.get('inline_unreadable_error')).toBe(1);
     expect(lastToolMessage()).toBe('Error: tool inline_unreadable_error failed: [object Error]');
+    await run.dispose();
+  });
+});
+
+describe('an approval answer', () => {
+  it('cuts a reason at 4,096 characters, well-formed: a reason of 1.5 MB had failed the run for good (its workflow task past the 4 MiB message limit)', async () => {
+    harness.fake.enqueue(toolCallReply([{ name: 'needs_approval', arguments: {} }]), textReply('left alone'));
+    const run = start('do it');
+    let requestId: string | undefined;
+    for await (const event of run.events!() as AsyncIterable<SubagentRunEvent>) {
+      if (event.type === 'approval-requested') {
+        requestId = event.requestId;
+        break;
+      }
+    }
+    const reason = `\ud800${'r'.repeat(1_500_000)}`;
+    const decided = await run.approve!(requestId!, { decision: 'deny', reason });
+    expect(decided).toEqual({
+      requestId,
+      decision: 'deny',
+      by: 'caller',
+      reason: `\ufffd${'r'.repeat(4095)}`,
+    });
+    expect(await run.result).toEqual({ output: text('left alone'), stopReason: 'completed' });
+    expect(lastToolMessage()).toBe(`Error: the call to needs_approval was not approved: \ufffd${'r'.repeat(4095)}`);
+    expect(runs.get('needs_approval')).toBeUndefined();
     await run.dispose();
   });
 });
