@@ -35,6 +35,11 @@ export function createStructuredOutputRuntime(schema: StructuredOutputSchema): S
     call(argumentsJson) {
       if (captured) return deny(STRUCTURED_OUTPUT_TOOL);
       const args = parseArguments(argumentsJson);
+      // The schema may leave a value's inside open (an array without items): a value nested past
+      // what JSON.stringify can recurse through passed, and failed every attempt of its model call.
+      if (nestedDeeperThan(args, MAX_STRUCTURED_DEPTH)) {
+        return toolError(`invalid arguments: nested more than ${MAX_STRUCTURED_DEPTH} levels deep`);
+      }
       const violations = validateStructuredValue(schema, args);
       if (violations.length > 0) return toolError(`invalid arguments: ${violations.join('; ')}`);
       captured = { value: args };
@@ -58,4 +63,19 @@ function parseArguments(argumentsJson: string): unknown {
   } catch {
     return argumentsJson;
   }
+}
+
+/** The deepest a captured value may nest: far past any real result, well within what the call stack takes. */
+const MAX_STRUCTURED_DEPTH = 1000;
+
+/** Whether `value` has arrays or objects nested more than `limit` deep; walked without recursion. */
+function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const stack: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
+  while (stack.length > 0) {
+    const { value: next, depth } = stack.pop()!;
+    if (typeof next !== 'object' || next === null) continue;
+    if (depth >= limit) return true;
+    for (const child of Object.values(next)) stack.push({ value: child, depth: depth + 1 });
+  }
+  return false;
 }

@@ -154,3 +154,23 @@ describe('an approval answer', () => {
     await run.dispose();
   });
 });
+
+describe('a structured_output call', () => {
+  it('nested 100,000 deep, where the schema leaves the value open, is an error result the model reads; its next call is captured (the model call had failed every attempt)', async () => {
+    const from = harness.fake.requests.length;
+    const deep = `{"items":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
+    harness.fake.enqueue(
+      toolCallReply([{ name: 'structured_output', arguments: deep }]),
+      toolCallReply([{ name: 'structured_output', arguments: { items: [1] } }]),
+    );
+    const run = harness.service.start(harness.providers.spawn.name, {
+      prompt: text('list them'),
+      parent,
+      outputSchema: { type: 'object', properties: { items: { type: 'array' } }, required: ['items'] },
+    });
+    expect(await run.result).toMatchObject({ stopReason: 'completed', structured: { items: [1] } });
+    expect(harness.fake.requests.length - from).toBe(2);
+    expect(lastToolMessage()).toBe('Error: invalid arguments: nested more than 1000 levels deep');
+    await run.dispose();
+  });
+});
