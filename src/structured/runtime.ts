@@ -41,7 +41,7 @@ export function createStructuredOutputRuntime(schema: StructuredOutputSchema): S
         return toolError(`invalid arguments: nested more than ${MAX_STRUCTURED_DEPTH} levels deep`);
       }
       const violations = validateStructuredValue(schema, args);
-      if (violations.length > 0) return toolError(`invalid arguments: ${violations.join('; ')}`);
+      if (violations.length > 0) return toolError(`invalid arguments: ${listed(violations)}`);
       captured = { value: args };
       return toolResult('Structured output recorded.');
     },
@@ -78,4 +78,17 @@ function nestedDeeperThan(value: unknown, limit: number): boolean {
     for (const child of Object.values(next)) stack.push({ value: child, depth: depth + 1 });
   }
   return false;
+}
+
+/**
+ * The most violations one error result lists: a value of many wrong items has one each, and the
+ * whole list (megabytes for a long array) took the model call's answer past the payload limit,
+ * ending the run, where the model could have been told and tried again.
+ */
+const MAX_LISTED_VIOLATIONS = 20;
+
+function listed(violations: readonly string[]): string {
+  const shown = violations.slice(0, MAX_LISTED_VIOLATIONS).join('; ');
+  const more = violations.length - MAX_LISTED_VIOLATIONS;
+  return more > 0 ? `${shown}; and ${more} more` : shown;
 }

@@ -173,4 +173,22 @@ describe('a structured_output call', () => {
     expect(lastToolMessage()).toBe('Error: invalid arguments: nested more than 1000 levels deep');
     await run.dispose();
   });
+
+  it('of 200,000 wrong items lists the first 20 violations and how many more, and the model tries again (the whole list ended the run past the payload limit)', async () => {
+    const from = harness.fake.requests.length;
+    harness.fake.enqueue(
+      toolCallReply([{ name: 'structured_output', arguments: { names: Array(200_000).fill(1) } }]),
+      toolCallReply([{ name: 'structured_output', arguments: { names: ['ada'] } }]),
+    );
+    const run = harness.service.start(harness.providers.spawn.name, {
+      prompt: text('name them'),
+      parent,
+      outputSchema: { type: 'object', properties: { names: { type: 'array', items: { type: 'string' } } } },
+    });
+    expect(await run.result).toMatchObject({ stopReason: 'completed', structured: { names: ['ada'] } });
+    expect(harness.fake.requests.length - from).toBe(2);
+    const listed = Array.from({ length: 20 }, (_, index) => `"value.names[${index}]" must be a string`).join('; ');
+    expect(lastToolMessage()).toBe(`Error: invalid arguments: ${listed}; and 199980 more`);
+    await run.dispose();
+  });
 });
