@@ -120,8 +120,8 @@ export function bundleSubagentWorkflows(options: { tracing?: boolean } = {}): Re
 
 /**
  * Creates (not yet running) workers for the given providers. Throws `INVALID_CONFIG` for no
- * providers, a name that cannot name runs (`providerNameViolation`), two with one name, or a tool
- * named like a reserved activity. The caller runs and
+ * providers, a name that cannot name runs (`providerNameViolation`), two with one name, a tool
+ * named like a reserved activity, or two tools of one provider with one name. The caller runs and
  * shuts them down.
  */
 export async function createSubagentWorker(options: SubagentWorkerOptions): Promise<SubagentWorker> {
@@ -139,6 +139,14 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
         `provider "${provider.name}" has a tool named "${clash.name}", a name the worker reserves`,
         'INVALID_CONFIG',
       );
+    }
+    // A call is run by the first tool of its name: the model would be shown a second one's
+    // description, and get the first one's work.
+    const twice =
+      provider.driver === 'agent-loop' &&
+      provider.tools.find((tool, index) => provider.tools.findIndex((other) => other.name === tool.name) !== index);
+    if (twice) {
+      throw new SubagentError(`provider "${provider.name}" has two tools named "${twice.name}"`, 'INVALID_CONFIG');
     }
     providers.set(provider.name, provider);
   }

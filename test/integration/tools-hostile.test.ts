@@ -9,7 +9,7 @@ import { type SubagentRunEvent, type SubagentTool, toolResult } from '../../src'
 import { textReply, toolCallReply } from '../../src/testing';
 import { createSpawnProvider } from '../../src/worker';
 import { fakeModelHarness } from '../helpers/fake-model';
-import { text, uniqueName } from '../helpers/temporal';
+import { startWorker, text, uniqueName } from '../helpers/temporal';
 
 const cwd = mkdtempSync(join(tmpdir(), 'subagent-tools-hostile-'));
 const parent = { id: 'parent', session: { header: { id: 's', cwd } } };
@@ -190,5 +190,22 @@ describe('a structured_output call', () => {
     const listed = Array.from({ length: 20 }, (_, index) => `"value.names[${index}]" must be a string`).join('; ');
     expect(lastToolMessage()).toBe(`Error: invalid arguments: ${listed}; and 199980 more`);
     await run.dispose();
+  });
+});
+
+describe("a provider's tools", () => {
+  it('two with one name are INVALID_CONFIG from createSubagentWorker, nothing started (the model was shown both, and the first ran for either)', async () => {
+    const provider = createSpawnProvider({
+      name: uniqueName('twice'),
+      endpoint: { baseURL: harness.fake.baseURL, model: 'fake-model' },
+      tools: [
+        counted('lookup', () => toolResult('from the first')),
+        counted('lookup', () => toolResult('from the second')),
+      ],
+    });
+    await expect(startWorker(harness.temporal, [provider])).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: `provider "${provider.name}" has two tools named "lookup"`,
+    });
   });
 });
