@@ -88,14 +88,38 @@ export async function runToolCall(
  */
 function malformedOutcome(outcome: unknown): string | undefined {
   if (typeof outcome !== 'object' || outcome === null) return `${typeOf(outcome)}, not a result (see toolResult)`;
-  const { content, isError } = outcome as Partial<ToolCallOutcome>;
+  const { content, isError, nestedSpend } = outcome as Partial<ToolCallOutcome>;
   if (!Array.isArray(content)) return 'a result whose content is not a list of blocks';
   if (isError !== undefined && typeof isError !== 'boolean') return 'a result whose isError is not a boolean';
+  const badSpend = nestedSpend === undefined ? undefined : malformedSpend(nestedSpend);
+  if (badSpend) return `a result whose nestedSpend ${badSpend}`;
   for (const [index, block] of (content as unknown[]).entries()) {
     const { type, text } = (typeof block === 'object' && block !== null ? block : {}) as Record<string, unknown>;
     if (typeof type !== 'string') return `a result whose content block ${index} has no type`;
     if ((type === 'text' || type === 'reasoning') && typeof text !== 'string') {
       return `a result whose ${type} block ${index} holds ${typeOf(text)}, not a string`;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * What makes `nestedSpend` something other than spends by run id, or undefined if nothing does. The
+ * workflow adds them into the run's spend, its budget and its integer search attribute: a null, a
+ * fraction or a string there failed every workflow task of the run, for ever.
+ */
+function malformedSpend(nestedSpend: unknown): string | undefined {
+  if (typeof nestedSpend !== 'object' || nestedSpend === null || Array.isArray(nestedSpend)) {
+    return 'is not an object of spends by run id';
+  }
+  for (const [runId, spend] of Object.entries(nestedSpend)) {
+    const fields = (typeof spend === 'object' && spend !== null ? spend : {}) as Record<string, unknown>;
+    const counts = ['turns', 'modelCalls', 'tokens'].every(
+      (key) => Number.isSafeInteger(fields[key]) && (fields[key] as number) >= 0,
+    );
+    const cost = fields.costUsd;
+    if (!counts || typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0) {
+      return `for run ${JSON.stringify(runId.slice(0, 200))} is not whole turns, modelCalls and tokens and a costUsd, none negative`;
     }
   }
   return undefined;

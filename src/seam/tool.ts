@@ -9,7 +9,11 @@ import type { SubagentRun } from './run';
 export interface ToolCallOutcome {
   content: ContentBlock[];
   isError: boolean;
-  /** What the runs the call delegated to spent, each with the runs below it, by run id: charged to the calling run. */
+  /**
+   * What the runs the call delegated to spent, each with the runs below it, by run id: charged to
+   * the calling run. Whole turns, model calls and tokens and a cost, none negative; a result with
+   * anything else here reaches the model as an error.
+   */
   nestedSpend?: Record<string, SubagentSpend>;
 }
 

@@ -55,6 +55,11 @@ const harness = fakeModelHarness((endpoint) => ({
       counted('returns_text_content', () => ({ content: 'not a list', isError: false })),
       counted('returns_bigint_text', () => ({ content: [{ type: 'text', text: 10n }], isError: false })),
       counted('returns_cycle', cyclic),
+      counted('returns_null_spend', () => ({ ...toolResult('delegated'), nestedSpend: { 'some-run': null } })),
+      counted('returns_fraction_spend', () => ({
+        ...toolResult('delegated'),
+        nestedSpend: { 'some-run': { turns: 1, modelCalls: 1, tokens: 0.5, costUsd: 0 } },
+      })),
       counted('returns_3mb_block', () => ({
         content: [{ type: 'image', data: 'x'.repeat(3_000_000) }],
         isError: false,
@@ -71,6 +76,18 @@ const lastToolMessage = () =>
   (harness.fake.requests.at(-1)!.body.messages as { role: string; content: string }[]).find(
     (message) => message.role === 'tool',
   )?.content;
+
+/** Calls tool `name` once; the run completes after the model read `message` as its result. */
+async function answeredOnce(_what: string, name: string, message: unknown): Promise<void> {
+  const from = harness.fake.requests.length;
+  harness.fake.enqueue(toolCallReply([{ name, arguments: {} }]), textReply('noted'));
+  const run = start(`call ${name}`);
+  expect(await run.result).toEqual({ output: text('noted'), stopReason: 'completed' });
+  expect(runs.get(name)).toBe(1);
+  expect(harness.fake.requests.length - from).toBe(2);
+  expect(lastToolMessage()).toEqual(message);
+  await run.dispose();
+}
 
 describe('a tool result that is not one', () => {
   it.each([
@@ -103,16 +120,24 @@ describe('a tool result that is not one', () => {
     ],
   ])(
     'a tool that returns %s answers the model with an error result, and runs once (it ran again on every retry)',
-    async (_what, name, message) => {
-      const from = harness.fake.requests.length;
-      harness.fake.enqueue(toolCallReply([{ name, arguments: {} }]), textReply('noted'));
-      const run = start(`call ${name}`);
-      expect(await run.result).toEqual({ output: text('noted'), stopReason: 'completed' });
-      expect(runs.get(name)).toBe(1);
-      expect(harness.fake.requests.length - from).toBe(2);
-      expect(lastToolMessage()).toEqual(message);
-      await run.dispose();
-    },
+    answeredOnce,
+  );
+
+  it.each([
+    [
+      'a nestedSpend of null',
+      'returns_null_spend',
+      'Error: tool returns_null_spend returned a result whose nestedSpend for run "some-run" is not whole turns, modelCalls and tokens and a costUsd, none negative',
+    ],
+    [
+      'a nestedSpend of half a token',
+      'returns_fraction_spend',
+      'Error: tool returns_fraction_spend returned a result whose nestedSpend for run "some-run" is not whole turns, modelCalls and tokens and a costUsd, none negative',
+    ],
+  ])(
+    'a tool that returns %s answers the model with an error result (the workflow added it into the spend: its every task failed, for ever)',
+    answeredOnce,
+    30_000,
   );
 
   it('an inline tool that rejects with an error whose message cannot be read answers with an error result; the model is asked once for that step', async () => {
