@@ -129,14 +129,22 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
         });
         // The answers given here enter the next call's tool entry, and are kept as the tools' results are.
         const { toolCalls, ...result } = outcome;
-        const answers: Record<string, ToolActivityResult> = {};
+        // Keyed by the model's call ids, which the workflow looks up as plain properties: an id that
+        // names one every object has ("constructor", "__proto__") is set as an own key, null when
+        // the call is not answered here. Otherwise "__proto__" dropped its answer (a refused call
+        // ran after all) and "constructor" found one (Object, a call taken as answered).
+        const answers: Record<string, ToolActivityResult | null> = Object.create(null);
         const calls = toolCalls.map((call) => {
-          if (!call.answer) return call;
+          if (!call.answer) {
+            if (call.id in Object.prototype && !(call.id in answers)) answers[call.id] = null;
+            return call;
+          }
           const resultId = `${outputId}/${call.id}`;
           const { content, isError } = call.answer;
           host.cache.putToolResult(runId, resultId, { type: 'tool-result', toolCallId: call.id, content, isError });
-          answers[call.id] = { ...call.answer, resultId };
-          return { ...call, answer: answers[call.id] };
+          const answer = { ...call.answer, resultId };
+          answers[call.id] = answer;
+          return { ...call, answer };
         });
         // A workflow that reads the calls from `content` gets them only there (workflow code from
         // before that reads `toolCalls`).
@@ -145,7 +153,7 @@ export function modelCallActivity(host: ActivityHost): (input: ModelCallInput) =
         return {
           ...result,
           ...(costUsd === undefined ? {} : { costUsd }),
-          ...(Object.keys(answers).length > 0 ? { answers } : {}),
+          ...(Object.values(answers).some(Boolean) ? { answers: answers as Record<string, ToolActivityResult> } : {}),
           ...(held.length > 0 ? { approvals: held } : {}),
           outputId,
         };

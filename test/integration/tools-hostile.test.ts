@@ -66,6 +66,7 @@ const harness = fakeModelHarness((endpoint) => ({
       })),
       counted('inline_unreadable_error', () => Promise.reject(unreadableError()), { inline: true }),
       counted('needs_approval', () => toolResult('done it'), { needsApproval: true }),
+      counted('echo', () => toolResult('echoed')),
     ],
   }),
 }));
@@ -232,5 +233,41 @@ describe("a provider's tools", () => {
       code: 'INVALID_CONFIG',
       message: `provider "${provider.name}" has two tools named "lookup"`,
     });
+  });
+});
+
+describe('a tool call id that names a property every object has', () => {
+  it('"__proto__" on a tool the run\'s toolFilter denies is refused, and the tool never runs (the refusal was lost, and the tool ran)', async () => {
+    harness.fake.enqueue(toolCallReply([{ id: '__proto__', name: 'echo', arguments: {} }]), textReply('noted'));
+    const run = harness.service.start(harness.providers.spawn.name, {
+      prompt: text('call echo'),
+      parent,
+      toolFilter: { deny: ['echo'] },
+    });
+    expect(await run.result).toEqual({ output: text('noted'), stopReason: 'completed' });
+    expect(lastToolMessage()).toMatch(/^Error: tool "echo" is not available to this subagent/);
+    expect(runs.get('echo')).toBeUndefined();
+    await run.dispose();
+  });
+
+  it('"constructor" on a tool that runs as an activity, beside a call answered in the model call, runs the tool (it was taken as answered)', async () => {
+    harness.fake.enqueue(
+      toolCallReply([
+        { id: 'call_a', name: 'no_such_tool', arguments: {} },
+        { id: 'constructor', name: 'echo', arguments: {} },
+      ]),
+      textReply('noted'),
+    );
+    const run = start('call echo');
+    expect(await run.result).toEqual({ output: text('noted'), stopReason: 'completed' });
+    const toolMessages = (harness.fake.requests.at(-1)!.body.messages as { role: string }[]).filter(
+      (message) => message.role === 'tool',
+    );
+    expect(toolMessages).toEqual([
+      { role: 'tool', tool_call_id: 'call_a', content: expect.stringMatching(/^Error: tool "no_such_tool"/) },
+      { role: 'tool', tool_call_id: 'constructor', content: 'echoed' },
+    ]);
+    expect(runs.get('echo')).toBe(1);
+    await run.dispose();
   });
 });
