@@ -12,6 +12,12 @@ import { isNotFound, sendAgainIfDropped, toSubagentError } from './temporal-erro
 /** The longest reason an answer carries; a longer one is cut. */
 const MAX_REASON_CHARS = 4096;
 
+/**
+ * The longest request id an answer can carry: its update id (`approve-<request id>`) is one of the
+ * server's ids, at most 1,000 bytes.
+ */
+const MAX_REQUEST_ID_BYTES = 1000 - 'approve-'.length;
+
 /** Deepest tree walked up from a request's run to the run answering it. */
 const MAX_TREE_DEPTH = 64;
 
@@ -39,9 +45,10 @@ export async function approveRequest(
     throw new SubagentError('approve: reason must be a string', 'INVALID_REQUEST');
   }
   const asking = typeof requestId === 'string' ? requestId.slice(0, Math.max(requestId.lastIndexOf('/'), 0)) : '';
-  if (!asking) {
+  // The server refused a longer one's update as UNAVAILABLE, as if it were away.
+  if (!asking || Buffer.byteLength(requestId) > MAX_REQUEST_ID_BYTES) {
     throw new SubagentError(
-      `approve: "${String(requestId)}" is not an approval request id (<run id>/<request>)`,
+      `approve: "${String(requestId).slice(0, 200)}" is not an approval request id (<run id>/<request>)`,
       'UNKNOWN_APPROVAL',
     );
   }

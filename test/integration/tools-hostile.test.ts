@@ -156,6 +156,16 @@ describe('a tool result that is not one', () => {
 });
 
 describe('an approval answer', () => {
+  it('to a request id of 10,000 characters under the run is UNKNOWN_APPROVAL, not UNAVAILABLE (the server refused its update id)', async () => {
+    harness.fake.enqueue(textReply('nothing to approve'));
+    const run = start('hello');
+    await run.result;
+    await expect(run.approve!(`${run.id}/${'t'.repeat(10_000)}`, 'allow')).rejects.toMatchObject({
+      code: 'UNKNOWN_APPROVAL',
+    });
+    await run.dispose();
+  });
+
   it('cuts a reason at 4,096 characters, well-formed: a reason of 1.5 MB had failed the run for good (its workflow task past the 4 MiB message limit)', async () => {
     harness.fake.enqueue(toolCallReply([{ name: 'needs_approval', arguments: {} }]), textReply('left alone'));
     const run = start('do it');
