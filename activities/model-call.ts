@@ -330,7 +330,8 @@ function rateLimitWait(err: unknown): number | undefined {
 /**
  * The ids of the calls the tools' `needsApproval` holds, for a workflow that parks them
  * (`canAsk`). Where the workflow cannot ask (code from before approvals), such a call is answered
- * here with a denial instead: an unapproved call never runs. A policy that throws holds the call.
+ * here with a denial instead: an unapproved call never runs. A policy that throws, or that has not
+ * decided within `POLICY_TIMEOUT_MS`, holds the call.
  */
 async function heldForApproval(
   provider: SubagentAgentProvider,
@@ -349,12 +350,21 @@ async function heldForApproval(
 
 async function needsApproval(policy: NonNullable<SubagentTool['needsApproval']>, args: string): Promise<boolean> {
   if (typeof policy === 'boolean') return policy;
+  // A policy that never settles held the model call until its timeout (30 minutes by default),
+  // then its every retry, asking the model again each time: past its time it holds the call.
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<true>((resolve) => (timer = setTimeout(() => resolve(true), POLICY_TIMEOUT_MS)));
   try {
-    return await policy(args.trim() === '' ? {} : JSON.parse(args));
+    return await Promise.race([Promise.resolve(policy(args.trim() === '' ? {} : JSON.parse(args))), late]);
   } catch {
     return true;
+  } finally {
+    clearTimeout(timer);
   }
 }
+
+/** How long a tool's `needsApproval` function may take to decide a call; past it, the call is held. */
+const POLICY_TIMEOUT_MS = 10_000;
 
 /** The tools a run may call: the provider's, narrowed by the request's filter (deny wins). */
 export function allowedToolNames(provider: SubagentAgentProvider, request: ResolvedSubagentRequest): Set<string> {

@@ -61,7 +61,8 @@ export interface SubagentTool {
    * Whether a call must be approved before it runs (`SubagentRun.approve`, `subagents approve`):
    * the run parks the call durably, its status says `awaiting-approval`, and a denial (or no
    * answer within `runSettings.approvalTimeout`) reaches the model as an error result. A function
-   * decides per call from the parsed arguments. Default: never.
+   * decides per call from the parsed arguments; one that throws, or that has not decided within
+   * 10 seconds, holds the call. Default: never.
    */
   readonly needsApproval?: boolean | ((args: unknown) => boolean | Promise<boolean>);
   /**

@@ -67,6 +67,7 @@ const harness = fakeModelHarness((endpoint) => ({
       counted('inline_unreadable_error', () => Promise.reject(unreadableError()), { inline: true }),
       counted('needs_approval', () => toolResult('done it'), { needsApproval: true }),
       counted('echo', () => toolResult('echoed')),
+      counted('undecided', () => toolResult('done it'), { needsApproval: () => new Promise<boolean>(() => undefined) }),
     ],
   }),
 }));
@@ -165,6 +166,22 @@ describe('an approval answer', () => {
     });
     await run.dispose();
   });
+
+  it('is asked for a call whose needsApproval function never decides, once it has had 10 s (the model call waited for it until its timeout, and again on every retry)', async () => {
+    harness.fake.enqueue(toolCallReply([{ name: 'undecided', arguments: {} }]), textReply('left alone'));
+    const run = start('do it');
+    let requestId: string | undefined;
+    for await (const event of run.events!() as AsyncIterable<SubagentRunEvent>) {
+      if (event.type === 'approval-requested') {
+        requestId = event.requestId;
+        break;
+      }
+    }
+    await run.approve!(requestId!, 'deny');
+    expect(await run.result).toEqual({ output: text('left alone'), stopReason: 'completed' });
+    expect(runs.get('undecided')).toBeUndefined();
+    await run.dispose();
+  }, 30_000);
 
   it('cuts a reason at 4,096 characters, well-formed: a reason of 1.5 MB had failed the run for good (its workflow task past the 4 MiB message limit)', async () => {
     harness.fake.enqueue(toolCallReply([{ name: 'needs_approval', arguments: {} }]), textReply('left alone'));
