@@ -121,8 +121,8 @@ export function bundleSubagentWorkflows(options: { tracing?: boolean } = {}): Re
 /**
  * Creates (not yet running) workers for the given providers. Throws `INVALID_CONFIG` for no
  * providers, a name that cannot name runs (`providerNameViolation`), two with one name, a tool
- * named like a reserved activity, or two tools of one provider with one name. The caller runs and
- * shuts them down.
+ * named like a reserved activity, two tools of one provider with one name, or a tool whose
+ * parameters cannot be sent as JSON. The caller runs and shuts them down.
  */
 export async function createSubagentWorker(options: SubagentWorkerOptions): Promise<SubagentWorker> {
   const providers = new Map<string, SubagentHostedProvider>();
@@ -147,6 +147,17 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
       provider.tools.find((tool, index) => provider.tools.findIndex((other) => other.name === tool.name) !== index);
     if (twice) {
       throw new SubagentError(`provider "${provider.name}" has two tools named "${twice.name}"`, 'INVALID_CONFIG');
+    }
+    // Every model call sends the tools' schemas as JSON: one that cannot be (a cycle, a BigInt)
+    // failed every attempt of every model call of the provider's runs.
+    for (const tool of provider.driver === 'agent-loop' ? provider.tools : []) {
+      const unsendable = unsendableParameters(tool.parameters);
+      if (unsendable) {
+        throw new SubagentError(
+          `provider "${provider.name}" has a tool "${tool.name}" whose parameters ${unsendable}`,
+          'INVALID_CONFIG',
+        );
+      }
     }
     providers.set(provider.name, provider);
   }
@@ -400,4 +411,17 @@ function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
     signal.addEventListener('abort', onAbort, { once: true });
     promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
   });
+}
+
+/** Why a tool's `parameters` cannot be sent to a model as a JSON Schema object, or undefined. */
+function unsendableParameters(parameters: unknown): string | undefined {
+  if (typeof parameters !== 'object' || parameters === null || Array.isArray(parameters)) {
+    return 'are not a JSON Schema object';
+  }
+  try {
+    JSON.stringify(parameters);
+    return undefined;
+  } catch (err) {
+    return `cannot be sent as JSON: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`;
+  }
 }

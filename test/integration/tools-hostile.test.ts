@@ -247,6 +247,24 @@ describe('a structured_output call', () => {
 });
 
 describe("a provider's tools", () => {
+  it('one whose parameters hold a cycle is INVALID_CONFIG from createSubagentWorker, nothing started (every model call of its runs failed on every attempt)', async () => {
+    const parameters: Record<string, unknown> = { type: 'object' };
+    parameters.properties = { self: parameters };
+    const provider = createSpawnProvider({
+      name: uniqueName('cyclic'),
+      endpoint: { baseURL: harness.fake.baseURL, model: 'fake-model' },
+      tools: [{ ...counted('loop', () => toolResult('looped')), parameters }],
+    });
+    await expect(startWorker(harness.temporal, [provider])).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringMatching(
+        new RegExp(
+          `^provider "${provider.name}" has a tool "loop" whose parameters cannot be sent as JSON: Converting circular structure to JSON`,
+        ),
+      ),
+    });
+  });
+
   it('two with one name are INVALID_CONFIG from createSubagentWorker, nothing started (the model was shown both, and the first ran for either)', async () => {
     const provider = createSpawnProvider({
       name: uniqueName('twice'),
