@@ -2,7 +2,7 @@
 // tools, and the Vercel AI SDK's `tool()`. Both run the same framework-neutral definition.
 import { SubagentError } from '../seam/errors';
 import type { SubagentRunEvent } from '../seam/run';
-import { type ToolCallOutcome, toolResultText } from '../seam/tool';
+import { type ToolCallOutcome, toolError, toolResultText } from '../seam/tool';
 import type { SubagentToolCallContext, SubagentToolDefinition } from './subagent-tool';
 
 /** The tool as an OpenAI chat-completions `tools` entry. */
@@ -26,13 +26,41 @@ export async function runOpenAIToolCall(
   call: { id: string; function: { name: string; arguments: string } },
   context: SubagentToolCallContext,
 ): Promise<{ role: 'tool'; tool_call_id: string; content: string }> {
+  const raw: unknown = call.function?.arguments;
+  if (typeof raw !== 'string') {
+    return { role: 'tool', tool_call_id: call.id, content: 'Error: invalid arguments: not a JSON string' };
+  }
   let args: unknown;
   try {
-    args = call.function.arguments.trim() === '' ? {} : JSON.parse(call.function.arguments);
+    args = raw.trim() === '' ? {} : JSON.parse(raw);
   } catch {
     return { role: 'tool', tool_call_id: call.id, content: 'Error: invalid arguments: not JSON' };
   }
-  return { role: 'tool', tool_call_id: call.id, content: toolResultText(await tool.execute(args, context)) };
+  return { role: 'tool', tool_call_id: call.id, content: toolResultText(await executed(tool, args, context)) };
+}
+
+/**
+ * `tool.execute` held to its promise never to reject: a definition that breaks it (one of the
+ * caller's own) answers with its error as an error result.
+ */
+async function executed(
+  tool: SubagentToolDefinition,
+  args: unknown,
+  context: SubagentToolCallContext,
+): Promise<ToolCallOutcome> {
+  try {
+    return await tool.execute(args, context);
+  } catch (err) {
+    return toolError(errorMessage(err));
+  }
+}
+
+function errorMessage(err: unknown): string {
+  try {
+    return err instanceof Error ? err.message : String(err);
+  } catch {
+    return 'the tool failed';
+  }
 }
 
 /**
@@ -49,7 +77,7 @@ export function toAiSdkTool(tool: SubagentToolDefinition, context: Omit<Subagent
     inputSchema: ai.jsonSchema<{ description: string; prompt: string }>(tool.parameters as never),
     execute: (args: unknown, options: { abortSignal?: AbortSignal }) =>
       progressThenAnswer((onProgress) =>
-        tool.execute(args, {
+        executed(tool, args, {
           ...context,
           ...(options.abortSignal ? { signal: options.abortSignal } : {}),
           onProgress: (event) => {
