@@ -12,12 +12,19 @@ export interface CachedRunContext {
 
 /** Tool results kept for the next model call, at most: each is taken by the call that follows it. */
 const MAX_TOOL_RESULTS = 1024;
+/**
+ * Their JSON's length in all, at most. A result whose next model call runs on another worker (its
+ * endpoint's own task queue, a fleet) is never taken here: a count alone let a worker keep 1,024
+ * results of up to a payload each, gigabytes. One the cache has lost is read from the workflow.
+ */
+const MAX_TOOL_RESULT_CHARS = 64 * 1024 * 1024;
 /** User messages kept for the next activity, at most, over all runs: their JSON's length in all. */
 const MAX_USER_ENTRY_CHARS = 16 * 1024 * 1024;
 
 export class RunContextCache {
   private readonly runs = new Map<string, CachedRunContext>();
-  private readonly toolResults = new Map<string, ToolResultBlock>();
+  private readonly toolResults = new Map<string, { result: ToolResultBlock; chars: number }>();
+  private toolResultChars = 0;
   /** By workflow run (a reset or a continue-as-new is a run of its own) and conversation position. */
   private readonly userEntries = new Map<string, { entry: TranscriptEntry; chars: number }>();
   private userEntryChars = 0;
@@ -26,19 +33,33 @@ export class RunContextCache {
 
   /** Keeps a tool result this worker produced (or answered) for the run's next model call. */
   putToolResult(runId: string, resultId: string, result: ToolResultBlock): void {
-    this.toolResults.set(`${runId}/${resultId}`, result);
-    while (this.toolResults.size > MAX_TOOL_RESULTS) this.toolResults.delete(this.toolResults.keys().next().value!);
+    const key = `${runId}/${resultId}`;
+    const chars = JSON.stringify(result).length;
+    this.dropToolResult(key);
+    if (chars > MAX_TOOL_RESULT_CHARS) return;
+    this.toolResults.set(key, { result, chars });
+    this.toolResultChars += chars;
+    while (this.toolResults.size > MAX_TOOL_RESULTS || this.toolResultChars > MAX_TOOL_RESULT_CHARS) {
+      this.dropToolResult(this.toolResults.keys().next().value!);
+    }
   }
 
   /** The results named by `resultIds`, in order, if this worker has every one; else undefined. */
   toolResultsFor(runId: string, resultIds: readonly string[]): ToolResultBlock[] | undefined {
-    const found = resultIds.map((id) => this.toolResults.get(`${runId}/${id}`));
+    const found = resultIds.map((id) => this.toolResults.get(`${runId}/${id}`)?.result);
     return found.every((result) => result !== undefined) ? (found as ToolResultBlock[]) : undefined;
   }
 
   /** Forgets results a model call has sent: it cached the conversation they are now part of. */
   dropToolResults(runId: string, resultIds: readonly string[]): void {
-    for (const id of resultIds) this.toolResults.delete(`${runId}/${id}`);
+    for (const id of resultIds) this.dropToolResult(`${runId}/${id}`);
+  }
+
+  private dropToolResult(key: string): void {
+    const kept = this.toolResults.get(key);
+    if (!kept) return;
+    this.toolResults.delete(key);
+    this.toolResultChars -= kept.chars;
   }
 
   /**

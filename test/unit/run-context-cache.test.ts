@@ -1,6 +1,8 @@
 // The worker's cache of user messages its workflows told it of (a sink): keyed by the workflow run
-// and the message's place in the conversation, taken once, and bounded in size.
+// and the message's place in the conversation, taken once, and bounded in size; and of the tool
+// results it produced for a run's next model call, bounded in number and in size.
 import { RunContextCache } from '../../activities';
+import type { ToolResultBlock } from '../../src/seam/content';
 import type { TranscriptEntry } from '../../src/seam/request';
 
 const user = (text: string): TranscriptEntry => ({ kind: 'user', content: [{ type: 'text', text }] });
@@ -30,5 +32,25 @@ describe('the cache of user messages', () => {
     expect(cache.takeUserEntry('run-b', 0)).toEqual(user(big));
     cache.putUserEntries('run-c', 0, [user('y'.repeat(17 * 1024 * 1024))]);
     expect(cache.takeUserEntry('run-c', 0)).toBeUndefined();
+  });
+});
+
+describe('the cache of tool results', () => {
+  const result = (text: string): ToolResultBlock => ({
+    type: 'tool-result',
+    toolCallId: 'call',
+    content: [{ type: 'text', text }],
+    isError: false,
+  });
+
+  it('forgets the oldest results past 64 Mi characters in all, not only past 1,024 of them (a worker kept 1,024 of up to a payload each)', () => {
+    const cache = new RunContextCache();
+    // 300 results of 256 KiB (a tool's whole output): 75 Mi characters, each never taken here.
+    const output = 'x'.repeat(256 * 1024);
+    for (let index = 0; index < 300; index++) cache.putToolResult('run-a', `r${index}`, result(output));
+    expect(cache.toolResultsFor('run-a', ['r0'])).toBeUndefined();
+    expect(cache.toolResultsFor('run-a', ['r299'])).toEqual([result(output)]);
+    cache.dropToolResults('run-a', ['r299']);
+    expect(cache.toolResultsFor('run-a', ['r299'])).toBeUndefined();
   });
 });
