@@ -338,13 +338,20 @@ async function heldForApproval(
   calls: ModelToolCall[],
   canAsk: boolean,
 ): Promise<string[]> {
+  // Decided at once: one answer's calls (up to 128) each waiting out a slow policy in turn held
+  // the model call for as long as all of them.
+  const decided = await Promise.all(
+    calls.map((call) => {
+      const policy = call.answer ? undefined : provider.tools.find((tool) => tool.name === call.name)?.needsApproval;
+      return policy ? needsApproval(policy, call.arguments) : false;
+    }),
+  );
   const held: string[] = [];
-  for (const call of calls) {
-    const policy = call.answer ? undefined : provider.tools.find((tool) => tool.name === call.name)?.needsApproval;
-    if (!policy || !(await needsApproval(policy, call.arguments))) continue;
+  calls.forEach((call, index) => {
+    if (!decided[index]) return;
     if (canAsk) held.push(call.id);
     else call.answer = toolError(`${call.name} needs approval, and this run cannot ask for it`);
-  }
+  });
   return held;
 }
 

@@ -168,20 +168,22 @@ describe('an approval answer', () => {
   });
 
   it('is asked for a call whose needsApproval function never decides, once it has had 10 s (the model call waited for it until its timeout, and again on every retry)', async () => {
-    harness.fake.enqueue(toolCallReply([{ name: 'undecided', arguments: {} }]), textReply('left alone'));
+    // Three such calls in one answer are decided together: in turn, they took three times as long.
+    harness.fake.enqueue(
+      toolCallReply([1, 2, 3].map((n) => ({ name: 'undecided', arguments: { n } }))),
+      textReply('left alone'),
+    );
     const run = start('do it');
-    let requestId: string | undefined;
+    const requestIds: string[] = [];
     for await (const event of run.events!() as AsyncIterable<SubagentRunEvent>) {
-      if (event.type === 'approval-requested') {
-        requestId = event.requestId;
-        break;
-      }
+      if (event.type === 'approval-requested') requestIds.push(event.requestId);
+      if (requestIds.length === 3) break;
     }
-    await run.approve!(requestId!, 'deny');
+    for (const requestId of requestIds) await run.approve!(requestId, 'deny');
     expect(await run.result).toEqual({ output: text('left alone'), stopReason: 'completed' });
     expect(runs.get('undecided')).toBeUndefined();
     await run.dispose();
-  }, 30_000);
+  }, 25_000);
 
   it('cuts a reason at 4,096 characters, well-formed: a reason of 1.5 MB had failed the run for good (its workflow task past the 4 MiB message limit)', async () => {
     harness.fake.enqueue(toolCallReply([{ name: 'needs_approval', arguments: {} }]), textReply('left alone'));
