@@ -2,8 +2,9 @@
 // reads as the child's actions; an inline tool runs inside the model call that asked for it
 // instead (`runToolCall`, from activities/model-call.ts). Arguments the model got wrong go back to
 // it as a tool error; the tool's output is cut to a size the model (and one payload) can take.
-import { Context } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { payloadLimitViolation } from '../src/seam/constants';
+import { causeChain } from '../src/seam/errors';
 import type { ContentBlock } from '../src/seam/content';
 import { type SubagentTool, type SubagentToolContext, type ToolCallOutcome, toolError } from '../src/seam/tool';
 import { type ActivityHost, keyedDelegation, newEntryId, runOf } from './host';
@@ -40,6 +41,8 @@ export function toolActivities(host: ActivityHost): Record<string, ToolActivity>
             callId: input.callId,
             callKey,
             ...(deps.delegate ? { delegate: keyedDelegation(deps.delegate, parent, callKey) } : {}),
+          }).catch((err: unknown) => {
+            throw reportable(err);
           });
         });
         return { ...outcome, resultId: cacheToolResult(host, runId, input.callId, outcome) };
@@ -129,8 +132,15 @@ function typeOf(value: unknown): string {
   return value === null ? 'null' : Array.isArray(value) ? 'a list' : typeof value;
 }
 
-/** A thrown value's message, whatever it is: an Error whose message cannot be read, a Proxy, a string. */
+/**
+ * A thrown value's message, whatever it is (an Error whose message cannot be read, a Proxy, a
+ * string), its first `MAX_FAILURE_CHARS` characters and how many more there were.
+ */
 export function errorText(err: unknown): string {
+  return cut(messageOf(err));
+}
+
+function messageOf(err: unknown): string {
   try {
     return err instanceof Error ? err.message : String(err);
   } catch {
@@ -139,6 +149,57 @@ export function errorText(err: unknown): string {
     } catch {
       return 'a value that cannot be read';
     }
+  }
+}
+
+function cut(text: string): string {
+  if (text.length <= MAX_FAILURE_CHARS) return text;
+  return `${text.slice(0, MAX_FAILURE_CHARS)}… (${text.length - MAX_FAILURE_CHARS} more characters)`;
+}
+
+/** The most of a failure's message a tool's result quotes, or a failure cut short reports. */
+const MAX_FAILURE_CHARS = 2000;
+/** The most of a tool's failure (its cause chain's messages and stacks) reported as thrown. */
+const MAX_REPORTED_CHARS = 64 * 1024;
+
+/**
+ * A tool's rejection as its activity reports it: as thrown, unless its messages or stacks are
+ * long (an error quoting a whole response body), which becomes a failure of the same type and
+ * retryability, its messages joined and cut. The worker could not report a failure of megabytes:
+ * the attempt ran out its heartbeat timeout instead, and each retry the same, saying only that.
+ */
+function reportable(err: unknown): unknown {
+  const chain = causeChain(err);
+  const size =
+    chain.length > 0
+      ? chain.reduce((sum, e) => sum + lengthOf(() => e.message) + lengthOf(() => e.stack), 0)
+      : lengthOf(() => String(err));
+  if (size <= MAX_REPORTED_CHARS) return err;
+  const failure = err instanceof ApplicationFailure ? err : undefined;
+  const messages = chain.length > 0 ? chain.map(messageOf).join(': ') : messageOf(err);
+  return ApplicationFailure.create({
+    message: cut(messages),
+    type: failure?.type ?? nameOf(err),
+    nonRetryable: failure?.nonRetryable ?? false,
+    ...(failure?.nextRetryDelay ? { nextRetryDelay: failure.nextRetryDelay } : {}),
+  });
+}
+
+/** A string's length, or past any bound when it cannot be read. */
+function lengthOf(read: () => string | undefined): number {
+  try {
+    return read()?.length ?? 0;
+  } catch {
+    return Infinity;
+  }
+}
+
+/** The thrown error's name (`TypeError`), as its failure's type; `Error` for anything else. */
+function nameOf(err: unknown): string {
+  try {
+    return err instanceof Error && typeof err.name === 'string' ? err.name.slice(0, 100) : 'Error';
+  } catch {
+    return 'Error';
   }
 }
 

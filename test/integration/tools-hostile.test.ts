@@ -67,6 +67,8 @@ const harness = fakeModelHarness((endpoint) => ({
       counted('inline_unreadable_error', () => Promise.reject(unreadableError()), { inline: true }),
       counted('needs_approval', () => toolResult('done it'), { needsApproval: true }),
       counted('echo', () => toolResult('echoed')),
+      counted('fails_at_length', () => Promise.reject(new Error('y'.repeat(3_000_000)))),
+      counted('fails_at_length_inline', () => Promise.reject(new Error('y'.repeat(3_000_000))), { inline: true }),
       counted('undecided', () => toolResult('done it'), { needsApproval: () => new Promise<boolean>(() => undefined) }),
     ],
   }),
@@ -139,6 +141,26 @@ describe('a tool result that is not one', () => {
   ])(
     'a tool that returns %s answers the model with an error result (the workflow added it into the spend: its every task failed, for ever)',
     answeredOnce,
+    30_000,
+  );
+
+  it.each([
+    ['as an activity, retried as an infrastructure fault', 'fails_at_length', 10],
+    ['inline', 'fails_at_length_inline', 1],
+  ])(
+    'a tool that rejects with a message of 3 MB, %s, answers with its first 2,000 characters (the worker could not report the failure: each attempt ran out its heartbeat timeout)',
+    async (_how, name, attempts) => {
+      const from = harness.fake.requests.length;
+      harness.fake.enqueue(toolCallReply([{ name, arguments: {} }]), textReply('noted'));
+      const run = start(`call ${name}`);
+      expect(await run.result).toEqual({ output: text('noted'), stopReason: 'completed' });
+      expect(runs.get(name)).toBe(attempts);
+      expect(harness.fake.requests.length - from).toBe(2);
+      expect(lastToolMessage()).toMatch(
+        new RegExp(`^Error: tool ${name} failed: (Activity task failed: )?y{2000}… \\(2998000 more characters\\)$`),
+      );
+      await run.dispose();
+    },
     30_000,
   );
 
