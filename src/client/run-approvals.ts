@@ -34,12 +34,18 @@ export async function approveRequest(
   requestId: string,
   answer: SubagentApprovalAnswer,
 ): Promise<SubagentApprovalDecision> {
-  const { decision, reason } = typeof answer === 'string' ? { decision: answer, reason: undefined } : (answer ?? {});
+  let decision: unknown;
+  let reason: unknown;
+  try {
+    ({ decision, reason } = typeof answer === 'string' ? { decision: answer, reason: undefined } : (answer ?? {}));
+  } catch (err) {
+    // A getter or a Proxy trap of the caller's that throws.
+    throw new SubagentError('approve: the answer could not be read', 'INVALID_REQUEST', { cause: err });
+  }
   if (decision !== 'allow' && decision !== 'deny') {
-    throw new SubagentError(
-      `approve: the decision must be "allow" or "deny" (got ${JSON.stringify(decision)})`,
-      'INVALID_REQUEST',
-    );
+    // Quoted only when it is text: JSON.stringify threw on a BigInt or a cycle.
+    const got = typeof decision === 'string' ? JSON.stringify(decision.slice(0, 200)) : typeof decision;
+    throw new SubagentError(`approve: the decision must be "allow" or "deny" (got ${got})`, 'INVALID_REQUEST');
   }
   if (reason !== undefined && typeof reason !== 'string') {
     throw new SubagentError('approve: reason must be a string', 'INVALID_REQUEST');

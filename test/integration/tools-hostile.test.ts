@@ -179,6 +179,44 @@ describe('a tool result that is not one', () => {
 });
 
 describe('an approval answer', () => {
+  it.each([
+    ['a decision that is a BigInt', { decision: 1n }],
+    [
+      'a decision that holds a cycle',
+      (() => {
+        const decision: Record<string, unknown> = {};
+        decision.self = decision;
+        return { decision };
+      })(),
+    ],
+    [
+      'a getter that throws',
+      {
+        get decision(): string {
+          throw new Error('the getter throws');
+        },
+      },
+    ],
+  ])(
+    "of %s is INVALID_REQUEST, and decides nothing (it was the TypeError or the getter's error)",
+    async (_what, answer) => {
+      harness.fake.enqueue(toolCallReply([{ name: 'needs_approval', arguments: {} }]), textReply('left alone'));
+      const run = start('do it');
+      let requestId: string | undefined;
+      for await (const event of run.events!() as AsyncIterable<SubagentRunEvent>) {
+        if (event.type === 'approval-requested') {
+          requestId = event.requestId;
+          break;
+        }
+      }
+      await expect(run.approve!(requestId!, answer as never)).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+      expect((await harness.status(run.id)).pendingApprovals).toEqual([expect.objectContaining({ requestId })]);
+      await run.approve!(requestId!, 'deny');
+      expect(await run.result).toEqual({ output: text('left alone'), stopReason: 'completed' });
+      await run.dispose();
+    },
+  );
+
   it('to a request id of 10,000 characters under the run is UNKNOWN_APPROVAL, not UNAVAILABLE (the server refused its update id)', async () => {
     harness.fake.enqueue(textReply('nothing to approve'));
     const run = start('hello');
