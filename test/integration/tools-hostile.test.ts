@@ -74,7 +74,7 @@ const harness = fakeModelHarness((endpoint) => ({
   }),
 }));
 
-const start = (prompt: string) => harness.service.start(harness.providers.spawn.name, { prompt: text(prompt), parent });
+const start = (prompt: string) => harness.start('spawn', { prompt: text(prompt), parent });
 /** The content of the tool message in the fake's last request. */
 const lastToolMessage = () =>
   (harness.fake.requests.at(-1)!.body.messages as { role: string; content: string }[]).find(
@@ -278,7 +278,7 @@ describe('a structured_output call', () => {
       toolCallReply([{ name: 'structured_output', arguments: deep }]),
       toolCallReply([{ name: 'structured_output', arguments: { items: [1] } }]),
     );
-    const run = harness.service.start(harness.providers.spawn.name, {
+    const run = harness.start('spawn', {
       prompt: text('list them'),
       parent,
       outputSchema: { type: 'object', properties: { items: { type: 'array' } }, required: ['items'] },
@@ -295,7 +295,7 @@ describe('a structured_output call', () => {
       toolCallReply([{ name: 'structured_output', arguments: { names: Array(200_000).fill(1) } }]),
       toolCallReply([{ name: 'structured_output', arguments: { names: ['ada'] } }]),
     );
-    const run = harness.service.start(harness.providers.spawn.name, {
+    const run = harness.start('spawn', {
       prompt: text('name them'),
       parent,
       outputSchema: { type: 'object', properties: { names: { type: 'array', items: { type: 'string' } } } },
@@ -346,7 +346,7 @@ describe("a provider's tools", () => {
 describe('a tool call id that names a property every object has', () => {
   it('"__proto__" on a tool the run\'s toolFilter denies is refused, and the tool never runs (the refusal was lost, and the tool ran)', async () => {
     harness.fake.enqueue(toolCallReply([{ id: '__proto__', name: 'echo', arguments: {} }]), textReply('noted'));
-    const run = harness.service.start(harness.providers.spawn.name, {
+    const run = harness.start('spawn', {
       prompt: text('call echo'),
       parent,
       toolFilter: { deny: ['echo'] },
