@@ -545,7 +545,7 @@ export async function callModel(
     if (structured && name === structured.tool.name) return { answer: structured.call(args) };
     if (!allowed.has(name)) {
       const available = [...allowed].join(', ') || 'none';
-      return { answer: toolError(`tool "${name}" is not available to this subagent (available: ${available})`) };
+      return { answer: toolError(`tool "${brief(name)}" is not available to this subagent (available: ${available})`) };
     }
     return {};
   }

@@ -378,3 +378,13 @@ describe('a tool call id that names a property every object has', () => {
     await run.dispose();
   });
 });
+
+it('a call of a tool named in 900 KB is refused quoting the name cut short, and the run goes on (quoted whole, the answer passed the payload limit and ended the run)', async () => {
+  const name = 'n'.repeat(900_000);
+  harness.fake.enqueue(toolCallReply([{ name, arguments: {} }]), textReply('noted'));
+  const run = start('call a tool that is not there');
+  expect(await run.result).toEqual({ output: text('noted'), stopReason: 'completed' });
+  const refusal = lastToolMessage()!;
+  expect(refusal).toMatch(/^Error: tool "n{2000}… \(898000 more characters\)" is not available to this subagent/);
+  await run.dispose();
+});
