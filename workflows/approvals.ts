@@ -10,6 +10,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import { MAX_APPROVAL_REASON_CHARS } from '../src/seam/constants';
 import type { SubagentApprovalDecision, SubagentApprovalRequest } from '../src/seam/result';
 import { APPROVAL_MEMO_KEY, type ApprovalMemo, type ApproveArgs, SETTLED_MEMO_KEY } from './definitions';
 import { STATUS_ATTRIBUTE } from './search-attributes';
@@ -23,6 +24,8 @@ export interface ApprovalCall {
 
 /** For runs started before approvals existed, whose settings carry no timeout (the facade's default). */
 const DEFAULT_APPROVAL_TIMEOUT_MS = 24 * 60 * 60 * 1000;
+/** The most request ids an unknown request's refusal lists. */
+const LISTED_REQUESTS = 20;
 
 interface Entry {
   request: SubagentApprovalRequest;
@@ -116,16 +119,38 @@ export class Approvals {
 
   /** Answers a request; a request decided already keeps its decision. Throws `UNKNOWN_APPROVAL` for one never made. */
   decide({ requestId, decision, reason }: ApproveArgs): SubagentApprovalDecision {
-    this.validate(requestId);
+    // Only the request here: answers taken before the validator checked more replay as they were.
+    this.validateRequest(requestId);
     const entry = this.requests.get(localOf(requestId))!;
     return this.settle(entry, { decision, by: 'caller', ...(reason === undefined ? {} : { reason }) });
   }
 
-  validate(requestId: string): void {
+  /**
+   * Refuses an answer before it reaches history (a validator runs only when the update arrives,
+   * never in replay): a request never made, a decision that is neither, a reason over
+   * `MAX_APPROVAL_REASON_CHARS` (a raw client's: ours cut it).
+   */
+  validate({ requestId, decision, reason }: ApproveArgs): void {
+    if (decision !== 'allow' && decision !== 'deny') {
+      throw ApplicationFailure.nonRetryable('an approval decision is "allow" or "deny"', 'INVALID_REQUEST');
+    }
+    if (reason !== undefined && !(typeof reason === 'string' && reason.length <= MAX_APPROVAL_REASON_CHARS)) {
+      throw ApplicationFailure.nonRetryable(
+        `an approval reason is a string of at most ${MAX_APPROVAL_REASON_CHARS} characters`,
+        'INVALID_REQUEST',
+      );
+    }
+    this.validateRequest(requestId);
+  }
+
+  private validateRequest(requestId: string): void {
     if (this.requests.has(localOf(requestId))) return;
+    // The newest requests only: a run may have made thousands.
     const known = [...this.requests.values()].map((entry) => entry.request.requestId);
+    const listed = known.slice(-LISTED_REQUESTS).join(', ');
+    const more = known.length > LISTED_REQUESTS ? ` and ${known.length - LISTED_REQUESTS} before them` : '';
     throw ApplicationFailure.nonRetryable(
-      `run ${this.runId} has no approval request ${requestId}${known.length > 0 ? ` (requests: ${known.join(', ')})` : ''}`,
+      `run ${this.runId} has no approval request ${String(requestId).slice(0, 200)}${known.length > 0 ? ` (requests: ${listed}${more})` : ''}`,
       'UNKNOWN_APPROVAL',
     );
   }

@@ -214,7 +214,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   });
 
   setHandler(approveUpdate, (args) => approvals.decide(args), {
-    validator: ({ requestId }) => approvals.validate(requestId),
+    validator: (args) => approvals.validate(args),
   });
 
   // A turn's provider asks (an ACP permission request). Not cancellable: the turn's end denies

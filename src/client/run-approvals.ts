@@ -4,13 +4,11 @@
 // sent again (a retry after a lost response) is the same update.
 import type { Client } from '@temporalio/client';
 import { type SubagentRunStatus, approveUpdate, statusQuery } from '../../workflows/definitions';
+import { MAX_APPROVAL_REASON_CHARS } from '../seam/constants';
 import { SubagentError } from '../seam/errors';
 import type { SubagentApprovalDecision } from '../seam/result';
 import type { SubagentApprovalAnswer } from '../seam/run';
 import { isNotFound, sendAgainIfDropped, toSubagentError } from './temporal-errors';
-
-/** The longest reason an answer carries; a longer one is cut. */
-const MAX_REASON_CHARS = 4096;
 
 /**
  * The longest request id an answer can carry: its update id (`approve-<request id>`) is one of the
@@ -24,7 +22,7 @@ const MAX_TREE_DEPTH = 64;
 /**
  * Answers request `requestId` of run `runId` or of a run below it. Resolves with the decision the
  * request has: this one, or the one made first (by another caller, or the timeout). A reason is
- * sent well-formed and cut at `MAX_REASON_CHARS`. Rejects with `INVALID_REQUEST` for a malformed
+ * sent well-formed and cut at `MAX_APPROVAL_REASON_CHARS`. Rejects with `INVALID_REQUEST` for a malformed
  * answer, `UNKNOWN_APPROVAL` for a request neither the run nor any run below it made,
  * `UNKNOWN_RUN` when the run is gone.
  */
@@ -64,10 +62,8 @@ export async function approveRequest(
       'UNKNOWN_APPROVAL',
     );
   }
-  // The reason reaches the run's history three times in one workflow task (the update, its
-  // decision, the memo): a long one took that task past the server's 4 MiB message limit, which
-  // failed the run for good.
-  const sent = reason === undefined ? undefined : reason.slice(0, MAX_REASON_CHARS).toWellFormed();
+  // A long reason failed the run for good (see MAX_APPROVAL_REASON_CHARS); the run refuses one now.
+  const sent = reason === undefined ? undefined : reason.slice(0, MAX_APPROVAL_REASON_CHARS).toWellFormed();
   try {
     return await sendAgainIfDropped(() =>
       client.workflow.getHandle(asking).executeUpdate(approveUpdate, {

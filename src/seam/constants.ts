@@ -51,6 +51,13 @@ export function providerNameViolation(name: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * The longest reason an approval answer carries: it reaches the run's history three times in one
+ * workflow task (the update, its decision, the memo), and a long one passed the server's 4 MiB
+ * message limit, which failed the run for good. A client cuts it; the run refuses a longer one.
+ */
+export const MAX_APPROVAL_REASON_CHARS = 4096;
+
 /** Temporal refuses payloads over 2 MiB; stay under it with room for the envelope. */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 2 * 1024 * 1024 - 64 * 1024;
 

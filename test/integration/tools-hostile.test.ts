@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { type SubagentRunEvent, type SubagentTool, toolResult } from '../../src';
 import { textReply, toolCallReply } from '../../src/testing';
 import { createSpawnProvider } from '../../src/worker';
+import { approveUpdate } from '../../workflows/definitions';
 import { fakeModelHarness } from '../helpers/fake-model';
 import { startWorker, text, uniqueName } from '../helpers/temporal';
 
@@ -244,6 +245,36 @@ describe('an approval answer', () => {
     expect(runs.get('undecided')).toBeUndefined();
     await run.dispose();
   }, 25_000);
+
+  it('sent by a raw client with a decision that is neither, or a reason of 5,000 characters, is refused INVALID_REQUEST, and the request waits on; an unknown request is refused listing the newest 20 of 25 requests', async () => {
+    harness.fake.enqueue(
+      toolCallReply(Array.from({ length: 25 }, (_, n) => ({ name: 'needs_approval', arguments: { n } }))),
+      textReply('left alone'),
+    );
+    const run = start('do it');
+    const requestIds: string[] = [];
+    for await (const event of run.events!() as AsyncIterable<SubagentRunEvent>) {
+      if (event.type === 'approval-requested') requestIds.push(event.requestId);
+      if (requestIds.length === 25) break;
+    }
+    const [first] = requestIds as [string];
+    const raw = harness.temporal.client.workflow.getHandle(run.id);
+    const answer = (args: Record<string, unknown>) => raw.executeUpdate(approveUpdate, { args: [args as never] });
+    for (const args of [
+      { requestId: first, decision: 'maybe' },
+      { requestId: first, decision: 'allow', reason: 'r'.repeat(5000) },
+    ]) {
+      await expect(answer(args)).rejects.toMatchObject({ cause: { type: 'INVALID_REQUEST' } });
+    }
+    const unknown = await answer({ requestId: `${run.id}/nope`, decision: 'deny' }).catch((err: Error) => err);
+    expect((unknown as { cause: Error }).cause.message).toContain(
+      `(requests: ${requestIds.slice(5).join(', ')} and 5 before them)`,
+    );
+    expect((await harness.status(run.id)).pendingApprovals).toHaveLength(25);
+    for (const requestId of requestIds) await run.approve!(requestId, 'deny');
+    expect(await run.result).toEqual({ output: text('left alone'), stopReason: 'completed' });
+    await run.dispose();
+  });
 
   it('cuts a reason at 4,096 characters, well-formed: a reason of 1.5 MB had failed the run for good (its workflow task past the 4 MiB message limit)', async () => {
     harness.fake.enqueue(toolCallReply([{ name: 'needs_approval', arguments: {} }]), textReply('left alone'));
