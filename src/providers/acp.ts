@@ -50,6 +50,13 @@ export interface AcpProviderOptions {
   maxPermissionRequests?: number;
   /** Offer the agent file reading and writing, confined to the run's cwd. Default off. */
   fileSystem?: { read?: boolean; write?: boolean };
+  /**
+   * The most bytes one turn may write through the client's file system, each write counted as at
+   * least 4 KiB (what a file takes on disk): 256 MiB by default. A write past it is refused with an
+   * error the agent reads, and the turn goes on (what it did stays, and it can say why it stopped);
+   * the turn's diagnostic says how many were refused.
+   */
+  maxWriteBytes?: number;
   /** How long the agent may take to answer `initialize`, and then `session/new` or `session/load`. Default 30 s. */
   initializeTimeoutMs?: number;
   /**
@@ -82,6 +89,12 @@ function requestedPaths(toolCall: Acp.RequestPermissionRequest['toolCall']): str
 
 /** The largest file the agent may read or write through the client's file system. */
 const MAX_FILE_BYTES = 16 * 1024 * 1024;
+
+/** What one turn may write through the client's file system (`maxWriteBytes`), by default. */
+const DEFAULT_MAX_WRITE_BYTES = 256 * 1024 * 1024;
+
+/** The least a write counts against `maxWriteBytes`: a file's block on disk, so empty files are not free. */
+const MIN_WRITE_CHARGE = 4096;
 
 /** ACP stop reasons onto the seam's; anything else is a failure. */
 export const ACP_STOP_REASONS: ReadonlyMap<string, SubagentStopReason> = new Map<string, SubagentStopReason>([
@@ -208,7 +221,7 @@ async function acpTurn(
       stopReason,
       providerState: { sessionId },
       ...unrecorded(agent, ctx),
-      ...withDiagnostic(unknownStop, agent.malformedOutput()),
+      ...withDiagnostic(unknownStop, agent.malformedOutput(), agent.refusedWrites()),
     };
   } catch (err) {
     if (ctx.signal.aborted) throw err;
@@ -244,6 +257,10 @@ class AgentProcess {
   private thoughts: string[] = [];
   /** Bytes of text and thought the current prompt has streamed. */
   private outputBytes = 0;
+  /** Bytes this turn has written through the client's file system (each write at least `MIN_WRITE_CHARGE`). */
+  private writtenBytes = 0;
+  /** Writes refused past `maxWriteBytes`. */
+  private refusedWriteCount = 0;
   /** Permission requests the agent has made this turn. */
   private permissionRequests = 0;
   /** The file reads before the next one. */
@@ -355,10 +372,18 @@ class AgentProcess {
       .onRequest(acp.methods.client.fs.writeTextFile, async ({ params }) => {
         if (!this.options.fileSystem?.write) throw acp.RequestError.methodNotFound('fs/write_text_file');
         await this.confined(params.path, async (root, path) => {
-          if (Buffer.byteLength(params.content) > MAX_FILE_BYTES) {
+          const bytes = Buffer.byteLength(params.content);
+          if (bytes > MAX_FILE_BYTES) {
             throw new ToolPathError(`the content for ${path} is over ${MAX_FILE_BYTES} bytes`);
           }
-          await root.writeFile(path, params.content);
+          // Charged before the write, so that writes in flight together cannot pass the budget.
+          const charge = this.chargeWrite(path, bytes);
+          try {
+            await root.writeFile(path, params.content);
+          } catch (error) {
+            this.writtenBytes -= charge;
+            throw error;
+          }
         });
         return {};
       });
@@ -397,6 +422,20 @@ class AgentProcess {
     }
     this.lastStopReason = response.stopReason;
     return { stopReason: response.stopReason, text: this.chunks.join(''), reasoning: this.thoughts.join('') };
+  }
+
+  /** Counts a write of `bytes` to `path` against `maxWriteBytes`, or refuses it (`ToolPathError`); returns the charge. */
+  private chargeWrite(path: string, bytes: number): number {
+    const limit = this.options.maxWriteBytes ?? DEFAULT_MAX_WRITE_BYTES;
+    const charge = Math.max(bytes, MIN_WRITE_CHARGE);
+    if (this.writtenBytes + charge > limit) {
+      this.refusedWriteCount++;
+      throw new ToolPathError(
+        `writing ${bytes} bytes to ${path} would pass maxWriteBytes: this turn has written ${this.writtenBytes} of ${limit}`,
+      );
+    }
+    this.writtenBytes += charge;
+    return charge;
   }
 
   /**
@@ -515,6 +554,13 @@ class AgentProcess {
   stderrTail(): string {
     const tail = this.stderr.trim();
     return tail ? `; stderr: ${tail.slice(-1000)}` : '';
+  }
+
+  refusedWrites(): string | undefined {
+    const limit = this.options.maxWriteBytes ?? DEFAULT_MAX_WRITE_BYTES;
+    return this.refusedWriteCount > 0
+      ? `the worker refused ${this.refusedWriteCount} file write${this.refusedWriteCount === 1 ? '' : 's'} past maxWriteBytes (${limit} bytes a turn)`
+      : undefined;
   }
 
   malformedOutput(): string | undefined {

@@ -306,3 +306,23 @@ it('keeps what the agent answered when the messages waiting in the run cannot be
   expect(asked).toBe(1);
   expect(result).toMatchObject({ stopReason: 'completed', output: text('did the work') });
 });
+
+it('refuses the writes past maxWriteBytes in one turn with an error the agent reads, and the turn goes on', async () => {
+  // 30 writes of 1 MiB round ten files, one after another, with a budget of 10 MiB a turn.
+  const folder = mkdtempSync(join(cwd, 'writes-'));
+  const agent = await hostileAgent('write-flood', {
+    env: { HOSTILE_ACP_WRITE: folder, HOSTILE_ACP_WRITES: '30' },
+    fileSystem: { write: true },
+    maxWriteBytes: 10 * 1024 * 1024,
+  });
+  const run = agent.start();
+  const result = await run.result;
+  expect(result).toMatchObject({ output: text('done'), stopReason: 'completed' });
+  expect(result.diagnostic).toContain('refused 20 file writes past maxWriteBytes (10485760 bytes a turn)');
+  const answers = agent.events().filter((e) => e.event === 'response');
+  expect(answers.map((e) => e.code)).toEqual([
+    ...Array<undefined>(10).fill(undefined),
+    ...Array<number>(20).fill(-32602),
+  ]);
+  await run.dispose();
+});
