@@ -257,6 +257,8 @@ class AgentProcess {
   private thoughts: string[] = [];
   /** Bytes of text and thought the current prompt has streamed. */
   private outputBytes = 0;
+  /** The id of the `session/prompt` the agent has not answered yet, if one is outstanding. */
+  private promptId: unknown;
   /** Bytes this turn has written through the client's file system (each write at least `MIN_WRITE_CHARGE`). */
   private writtenBytes = 0;
   /** Writes refused past `maxWriteBytes`. */
@@ -332,25 +334,6 @@ class AgentProcess {
     });
     const app = acp
       .client({ name: 'durable-subagents' })
-      .onNotification(acp.methods.client.session.update, ({ params }) => {
-        // Only the session this turn prompts: not another session's, nor the history a
-        // session/load replays before the session is this turn's.
-        if (params.sessionId !== this.sessionId) return;
-        const { update } = params;
-        const streamed =
-          (update.sessionUpdate === 'agent_message_chunk' || update.sessionUpdate === 'agent_thought_chunk') &&
-          update.content.type === 'text'
-            ? update.content.text
-            : undefined;
-        if (streamed !== undefined && !this.withinOutputLimit(streamed)) return;
-        if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text') {
-          this.chunks.push(update.content.text);
-          this.run.streamText?.(update.content.text);
-        } else if (update.sessionUpdate === 'agent_thought_chunk' && update.content.type === 'text') {
-          this.thoughts.push(update.content.text);
-          this.run.streamReasoning?.(update.content.text);
-        }
-      })
       .onRequest(acp.methods.client.session.requestPermission, ({ params }) => this.decide(params))
       .onRequest(acp.methods.client.fs.readTextFile, async ({ params }) => {
         if (!this.options.fileSystem?.read) throw acp.RequestError.methodNotFound('fs/read_text_file');
@@ -388,12 +371,27 @@ class AgentProcess {
         return {};
       });
     const stdout = child.stdout.pipe(tap);
-    this.connection = app.connect(
-      acp.ndJsonStream(
-        Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
-        Readable.toWeb(stdout) as ReadableStream<Uint8Array>,
-      ),
+    const wire = acp.ndJsonStream(
+      Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
+      Readable.toWeb(stdout) as ReadableStream<Uint8Array>,
     );
+    // Both directions pass through the provider in wire order: what it sends says which prompt is
+    // outstanding, and what the agent sends is judged against that before the SDK sees it.
+    const outbound = new TransformStream<Acp.AnyMessage, Acp.AnyMessage>({
+      transform: (message, controller) => {
+        this.sending(message);
+        controller.enqueue(message);
+      },
+    });
+    void outbound.readable.pipeTo(wire.writable).catch(() => undefined);
+    const inbound = wire.readable.pipeThrough(
+      new TransformStream<Acp.AnyMessage, Acp.AnyMessage>({
+        transform: (message, controller) => {
+          if (this.receiving(message)) controller.enqueue(message);
+        },
+      }),
+    );
+    this.connection = app.connect({ readable: inbound, writable: outbound.writable });
     void spawnFailed.catch((err: Error) => {
       if (child.pid === undefined) this.spawnError = err;
       this.connection.close(err);
@@ -409,9 +407,6 @@ class AgentProcess {
     sessionId: string,
     messages: ContentBlock[][],
   ): Promise<{ stopReason: string; text: string; reasoning: string }> {
-    this.chunks = [];
-    this.thoughts = [];
-    this.outputBytes = 0;
     const blocks = messages
       .flat()
       .flatMap((block) => (block.type === 'text' ? [{ type: 'text' as const, text: block.text }] : []));
@@ -422,6 +417,55 @@ class AgentProcess {
     }
     this.lastStopReason = response.stopReason;
     return { stopReason: response.stopReason, text: this.chunks.join(''), reasoning: this.thoughts.join('') };
+  }
+
+  /** A prompt on its way to the agent is outstanding until answered, and starts its output afresh. */
+  private sending(message: Acp.AnyMessage): void {
+    if ('method' in message && 'id' in message && message.method === 'session/prompt') {
+      this.promptId = message.id;
+      this.chunks = [];
+      this.thoughts = [];
+      this.outputBytes = 0;
+    }
+  }
+
+  /**
+   * Whether the SDK is to see `message`. Session updates are taken here, in wire order, so that a
+   * prompt's output holds what arrived between its request and its answer, and nothing sent after
+   * the answer (the SDK's handlers run later, and a prompt's answer could overtake them).
+   */
+  private receiving(message: Acp.AnyMessage): boolean {
+    if (!('method' in message)) {
+      if ('id' in message && message.id === this.promptId) this.promptId = undefined;
+      return true;
+    }
+    if (message.method === 'session/update' && !('id' in message)) {
+      this.update(message.params);
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * A text or thought chunk of the session this turn prompts, while a prompt is outstanding: not
+   * another session's, nor the history a session/load replays, nor text sent after an answer.
+   * Other updates are not used.
+   */
+  private update(params: unknown): void {
+    if (this.promptId === undefined || !isRecord(params) || params.sessionId !== this.sessionId) return;
+    const { update } = params;
+    if (!isRecord(update) || !isRecord(update.content)) return;
+    const { sessionUpdate: kind, content } = update;
+    if (content.type !== 'text' || typeof content.text !== 'string') return;
+    if (kind !== 'agent_message_chunk' && kind !== 'agent_thought_chunk') return;
+    if (!this.withinOutputLimit(content.text)) return;
+    if (kind === 'agent_message_chunk') {
+      this.chunks.push(content.text);
+      this.run.streamText?.(content.text);
+    } else {
+      this.thoughts.push(content.text);
+      this.run.streamReasoning?.(content.text);
+    }
   }
 
   /** Counts a write of `bytes` to `path` against `maxWriteBytes`, or refuses it (`ToolPathError`); returns the charge. */
@@ -679,6 +723,10 @@ async function askedDecision(
 /** The turn's permission decisions for its result, where no signal recorded them (a host without one). */
 function unrecorded(agent: AgentProcess, ctx: SubagentTurnContext): Pick<SubagentTurnResult, 'permissions'> {
   return ctx.recordPermission || agent.permissions.length === 0 ? {} : { permissions: agent.permissions };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
 }
 
 function failed(diagnostic: string): SubagentTurnResult {

@@ -8,6 +8,7 @@ import { pathToFileURL } from 'node:url';
 import { optionalTsToMs } from '@temporalio/common/lib/time';
 import { acpTestAgentCommand } from '../../src/testing';
 import { AcpProviderOptions, createAcpProvider } from '../../src/worker';
+import type { SubagentTurnContext } from '../../src/seam/provider';
 import {
   connectTestTemporal,
   eventually,
@@ -283,12 +284,10 @@ it('reads files for an agent one at a time, as it takes the answers, so 60 reads
   await run.dispose();
 });
 
-it('keeps what the agent answered when the messages waiting in the run cannot be read', async () => {
-  // The provider alone, hosted by a turn context whose messages cannot be read (the server away).
-  const provider = createAcpProvider({ ...acpTestAgentCommand({ turns: [{ chunks: ['did the work'] }] }) });
-  let asked = 0;
-  const result = await provider.runTurn([text('go')], {
-    runId: 'subagent-acp:unread-messages',
+/** A turn context for the provider alone, without a worker: the run's side is `overrides`. */
+function turnContext(overrides: Partial<SubagentTurnContext>): SubagentTurnContext {
+  return {
+    runId: 'subagent-acp:alone',
     segment: 0,
     turn: 0,
     attempt: 1,
@@ -296,15 +295,55 @@ it('keeps what the agent answered when the messages waiting in the run cannot be
     signal: new AbortController().signal,
     transcript: async () => [],
     providerState: undefined,
-    takeMessages: async () => {
-      asked++;
-      throw new Error('14 UNAVAILABLE: the server is away');
-    },
+    takeMessages: async () => [],
     heartbeat: () => undefined,
     lastHeartbeat: undefined,
-  });
+    ...overrides,
+  };
+}
+
+it('keeps what the agent answered when the messages waiting in the run cannot be read', async () => {
+  // The provider alone, hosted by a turn context whose messages cannot be read (the server away).
+  const provider = createAcpProvider({ ...acpTestAgentCommand({ turns: [{ chunks: ['did the work'] }] }) });
+  let asked = 0;
+  const result = await provider.runTurn(
+    [text('go')],
+    turnContext({
+      takeMessages: async () => {
+        asked++;
+        throw new Error('14 UNAVAILABLE: the server is away');
+      },
+    }),
+  );
   expect(asked).toBe(1);
   expect(result).toMatchObject({ stopReason: 'completed', output: text('did the work') });
+});
+
+it("drops text an agent sends after it answered a prompt: neither streamed nor in the next prompt's output", async () => {
+  // The provider alone, whose turn context hands it a message at once after the first prompt, so
+  // the second prompt starts while the first one's late chunk is still on its way.
+  const { path: log } = agentLog<AgentEvent>();
+  const provider = createAcpProvider({
+    command: process.execPath,
+    args: ['--import', pathToFileURL(require.resolve('tsx')).href, fixture('hostile-acp-agent')],
+    env: { HOSTILE_ACP: 'late-chunks', HOSTILE_ACP_LOG: log },
+    killGraceMs: 500,
+  });
+  let taken = 0;
+  const streamed: string[] = [];
+  const result = await provider.runTurn(
+    [text('go')],
+    turnContext({
+      takeMessages: async () => (taken++ === 0 ? [text('more')] : []),
+      streamText: (chunk) => void streamed.push(chunk),
+    }),
+  );
+  expect(result).toEqual({
+    output: text('second'),
+    stopReason: 'completed',
+    providerState: { sessionId: 'sess-hostile' },
+  });
+  expect(streamed).toEqual(['first', 'second']);
 });
 
 it('refuses the writes past maxWriteBytes in one turn with an error the agent reads, and the turn goes on', async () => {
