@@ -221,7 +221,7 @@ async function acpTurn(
       stopReason,
       providerState: { sessionId },
       ...unrecorded(agent, ctx),
-      ...withDiagnostic(unknownStop, agent.malformedOutput(), agent.refusedWrites()),
+      ...withDiagnostic(unknownStop, agent.malformedOutput(), agent.strayResponses(), agent.refusedWrites()),
     };
   } catch (err) {
     if (ctx.signal.aborted) throw err;
@@ -257,8 +257,12 @@ class AgentProcess {
   private thoughts: string[] = [];
   /** Bytes of text and thought the current prompt has streamed. */
   private outputBytes = 0;
+  /** Requests sent to the agent and not answered yet, by id. */
+  private readonly unanswered = new Set<unknown>();
   /** The id of the `session/prompt` the agent has not answered yet, if one is outstanding. */
   private promptId: unknown;
+  /** Messages the agent sent that answer no request, kept from the SDK. */
+  private strays = 0;
   /** Bytes this turn has written through the client's file system (each write at least `MIN_WRITE_CHARGE`). */
   private writtenBytes = 0;
   /** Writes refused past `maxWriteBytes`. */
@@ -375,8 +379,9 @@ class AgentProcess {
       Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
       Readable.toWeb(stdout) as ReadableStream<Uint8Array>,
     );
-    // Both directions pass through the provider in wire order: what it sends says which prompt is
-    // outstanding, and what the agent sends is judged against that before the SDK sees it.
+    // Both directions pass through the provider in wire order: what it sends says which requests
+    // (and which prompt) are outstanding, and what the agent sends is judged against that before
+    // the SDK sees it.
     const outbound = new TransformStream<Acp.AnyMessage, Acp.AnyMessage>({
       transform: (message, controller) => {
         this.sending(message);
@@ -419,9 +424,11 @@ class AgentProcess {
     return { stopReason: response.stopReason, text: this.chunks.join(''), reasoning: this.thoughts.join('') };
   }
 
-  /** A prompt on its way to the agent is outstanding until answered, and starts its output afresh. */
+  /** A request on its way to the agent is outstanding until answered; a prompt starts its output afresh. */
   private sending(message: Acp.AnyMessage): void {
-    if ('method' in message && 'id' in message && message.method === 'session/prompt') {
+    if (!('method' in message) || !('id' in message)) return;
+    this.unanswered.add(message.id);
+    if (message.method === 'session/prompt') {
       this.promptId = message.id;
       this.chunks = [];
       this.thoughts = [];
@@ -430,13 +437,18 @@ class AgentProcess {
   }
 
   /**
-   * Whether the SDK is to see `message`. Session updates are taken here, in wire order, so that a
-   * prompt's output holds what arrived between its request and its answer, and nothing sent after
-   * the answer (the SDK's handlers run later, and a prompt's answer could overtake them).
+   * Whether the SDK is to see `message`. An answer reaches it only for a request outstanding: it
+   * prints any other to the console, id and all, as fast as an agent sends them. Session updates
+   * are taken here, in wire order, so that a prompt's output holds what arrived between its
+   * request and its answer, and nothing sent after the answer.
    */
   private receiving(message: Acp.AnyMessage): boolean {
     if (!('method' in message)) {
-      if ('id' in message && message.id === this.promptId) this.promptId = undefined;
+      if (!('id' in message) || !this.unanswered.delete(message.id)) {
+        this.strays++;
+        return false;
+      }
+      if (message.id === this.promptId) this.promptId = undefined;
       return true;
     }
     if (message.method === 'session/update' && !('id' in message)) {
@@ -598,6 +610,12 @@ class AgentProcess {
   stderrTail(): string {
     const tail = this.stderr.trim();
     return tail ? `; stderr: ${tail.slice(-1000)}` : '';
+  }
+
+  strayResponses(): string | undefined {
+    return this.strays > 0
+      ? `the ACP agent sent ${this.strays} response${this.strays === 1 ? '' : 's'} to no request, ignored`
+      : undefined;
   }
 
   refusedWrites(): string | undefined {

@@ -147,7 +147,11 @@ it('takes a long, deeply nested session update in its stride, and does not call 
 it('answers a request for a method it lacks with an error, and keeps updates for another session out of the output', async () => {
   const agent = await hostileAgent('protocol-garbage');
   const run = agent.start();
-  expect(await run.result).toEqual({ output: text('done'), stopReason: 'completed' });
+  expect(await run.result).toEqual({
+    output: text('done'),
+    stopReason: 'completed',
+    diagnostic: 'the ACP agent sent 1 response to no request, ignored',
+  });
   // JSON-RPC's method not found, for `x/unknown`.
   expect(agent.events()).toContainEqual(expect.objectContaining({ event: 'response', id: 'u1', code: -32601 }));
   await run.dispose();
@@ -344,6 +348,29 @@ it("drops text an agent sends after it answered a prompt: neither streamed nor i
     providerState: { sessionId: 'sess-hostile' },
   });
   expect(streamed).toEqual(['first', 'second']);
+});
+
+it("keeps 10,000 messages that answer no request off the worker's console, and says how many it ignored", async () => {
+  // The SDK logs each to the console: a response to a request never sent (with its id), a
+  // response without an id, a session update it cannot parse.
+  const printed: string[] = [];
+  const spies = (['error', 'warn', 'log', 'info', 'debug'] as const).map((level) =>
+    jest
+      .spyOn(console, level)
+      .mockImplementation((...args: unknown[]) => void printed.push(args.map(String).join(' '))),
+  );
+  let result;
+  try {
+    const agent = await hostileAgent('unknown-responses');
+    const run = agent.start();
+    result = await run.result;
+    await run.dispose();
+  } finally {
+    for (const spy of spies) spy.mockRestore();
+  }
+  expect(printed.join('\n').length).toBeLessThan(2000);
+  expect(result).toMatchObject({ output: text('done'), stopReason: 'completed' });
+  expect(result.diagnostic).toContain('6667 responses to no request');
 });
 
 it('refuses the writes past maxWriteBytes in one turn with an error the agent reads, and the turn goes on', async () => {
