@@ -391,8 +391,15 @@ class AgentProcess {
     void outbound.readable.pipeTo(wire.writable).catch(() => undefined);
     const inbound = wire.readable.pipeThrough(
       new TransformStream<Acp.AnyMessage, Acp.AnyMessage>({
-        transform: (message, controller) => {
-          if (this.receiving(message)) controller.enqueue(message);
+        transform: async (message, controller) => {
+          if (!this.receiving(message)) return;
+          // The SDK answers a request (or echoes a message it cannot read) whether or not the
+          // agent reads its stdin: while the agent has not taken what was sent to it, no more is
+          // read from it, so answers it never takes do not pile up in the worker.
+          if ('method' in message && ('id' in message || typeof message.method !== 'string')) {
+            await this.agentHasTaken();
+          }
+          controller.enqueue(message);
         },
       }),
     );
@@ -513,22 +520,26 @@ class AgentProcess {
    */
   private oneReadAtATime<T>(read: () => Promise<T>): Promise<T> {
     const next = this.reads.then(async () => {
-      // The answer before reaches stdin a few microtasks after its handler returned.
-      await new Promise((resolve) => setImmediate(resolve));
-      const { stdin } = this.child;
-      if (stdin.writableNeedDrain && !stdin.destroyed) {
-        await new Promise<void>((resolve) => {
-          const taken = () => {
-            stdin.off('drain', taken).off('close', taken);
-            resolve();
-          };
-          stdin.on('drain', taken).on('close', taken);
-        });
-      }
+      await this.agentHasTaken();
       return read();
     });
     this.reads = next.catch(() => undefined);
     return next;
+  }
+
+  /** Resolves once the agent has taken what was sent to it (or its stdin is gone). */
+  private async agentHasTaken(): Promise<void> {
+    // An answer reaches stdin a few microtasks after its handler returned.
+    await new Promise((resolve) => setImmediate(resolve));
+    const { stdin } = this.child;
+    if (!stdin.writableNeedDrain || stdin.destroyed) return;
+    await new Promise<void>((resolve) => {
+      const taken = () => {
+        stdin.off('drain', taken).off('close', taken);
+        resolve();
+      };
+      stdin.on('drain', taken).on('close', taken);
+    });
   }
 
   /** `op`, or a failure naming what the agent did not do within `ms`. */

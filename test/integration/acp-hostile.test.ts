@@ -306,6 +306,26 @@ function turnContext(overrides: Partial<SubagentTurnContext>): SubagentTurnConte
   };
 }
 
+it('reads no more requests while the agent takes none of the answers, so 300 answers of 2 MiB it never takes hold little memory', async () => {
+  const agent = await hostileAgent('unread-answers');
+  const before = process.memoryUsage().rss;
+  const run = agent.start();
+  await eventually(() => agent.events().find((e) => e.event === 'flooding'), FRESH_PROCESS_WITHIN_MS);
+  // 300 answers of 2 MiB queued at once are over 600 MiB; answered as the agent takes them, a few.
+  let peak = 0;
+  const sample = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss - before)), 50);
+  try {
+    await expect(eventually(() => (peak > 300 * 1024 * 1024 ? true : undefined), 5000)).rejects.toThrow(
+      'condition not met',
+    );
+  } finally {
+    clearInterval(sample);
+  }
+  run.cancel('enough');
+  expect((await run.result).stopReason).toBe('aborted');
+  await run.dispose();
+});
+
 it('keeps what the agent answered when the messages waiting in the run cannot be read', async () => {
   // The provider alone, hosted by a turn context whose messages cannot be read (the server away).
   const provider = createAcpProvider({ ...acpTestAgentCommand({ turns: [{ chunks: ['did the work'] }] }) });
