@@ -90,6 +90,9 @@ function requestedPaths(toolCall: Acp.RequestPermissionRequest['toolCall']): str
 /** The largest file the agent may read or write through the client's file system. */
 const MAX_FILE_BYTES = 16 * 1024 * 1024;
 
+/** The longest session id an agent may give (they are ids, a UUID's 36 characters or so). */
+const MAX_SESSION_ID_LENGTH = 1024;
+
 /** What one turn may write through the client's file system (`maxWriteBytes`), by default. */
 const DEFAULT_MAX_WRITE_BYTES = 256 * 1024 * 1024;
 
@@ -187,6 +190,12 @@ async function acpTurn(
       )) as Acp.NewSessionResponse | null;
       if (typeof created?.sessionId !== 'string' || created.sessionId === '') {
         throw new Error('the ACP agent answered session/new without a sessionId');
+      }
+      // It travels in the turn's heartbeat, its result and every later turn's input.
+      if (created.sessionId.length > MAX_SESSION_ID_LENGTH) {
+        throw new Error(
+          `the ACP agent answered session/new with a sessionId of ${created.sessionId.length} characters, over ${MAX_SESSION_ID_LENGTH}`,
+        );
       }
       sessionId = created.sessionId;
     }

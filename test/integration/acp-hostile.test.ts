@@ -236,6 +236,19 @@ it.each([
   await run.dispose();
 });
 
+it('settles error, retrying nothing, when session/new answers a sessionId of 3 MiB', async () => {
+  // The session id travels in the turn's heartbeat and its result: the server refuses a payload that large.
+  const agent = await hostileAgent('huge-session-id', {
+    runSettings: { heartbeatTimeout: '2 seconds', retry: { initialInterval: '100 ms' } },
+  });
+  const run = agent.start();
+  const result = await run.result;
+  expect(result.stopReason).toBe('error');
+  expect(result.diagnostic).toContain('sessionId');
+  expect(agent.events().filter((e) => e.event === 'start')).toHaveLength(1);
+  await run.dispose();
+});
+
 it.each([
   ['does not exist on the worker', join(cwd, 'gone'), 'is not a directory on this worker'],
   ['holds a NUL byte', `${cwd}/a\0b`, 'holds a NUL byte'],
