@@ -87,6 +87,16 @@ function requestedPaths(toolCall: Acp.RequestPermissionRequest['toolCall']): str
   return [...paths];
 }
 
+/**
+ * What one permission decision records of the agent's request: each decision is a signal in the
+ * run's history, which the server caps (50 MB), and a turn may make `maxPermissionRequests`. A
+ * request naming more paths than this is rejected, so an allowed one is always recorded whole;
+ * its labels (title, kind, option id) are cut.
+ */
+const DECISION_PATHS = 32;
+const DECISION_PATH_CHARS = 8192;
+const DECISION_LABEL_CHARS = 512;
+
 /** The largest file the agent may read or write through the client's file system. */
 const MAX_FILE_BYTES = 16 * 1024 * 1024;
 
@@ -698,9 +708,14 @@ class AgentProcess {
     const allowedKind = kind !== undefined && (this.options.allowToolKinds ?? []).includes(kind);
     const askedKind =
       kind !== undefined && (this.options.askToolKinds ?? []).includes(kind) && this.run.requestApproval !== undefined;
-    if (outside.length > 0) reason = `it names a path outside the working directory: ${outside[0]}`;
-    else if (kind === undefined) reason = 'it gives no kind';
-    else if (!allowedKind && !askedKind) reason = `kind "${kind}" is not allowed`;
+    const pathChars = paths.reduce((sum, path) => sum + path.length, 0);
+    const recordable = paths.length <= DECISION_PATHS && pathChars <= DECISION_PATH_CHARS;
+    if (outside.length > 0) {
+      reason = `it names a path outside the working directory: ${clip(outside[0], DECISION_LABEL_CHARS)}`;
+    } else if (!recordable) {
+      reason = `it names ${paths.length} paths of ${pathChars} characters, more than a decision records (${DECISION_PATHS}, ${DECISION_PATH_CHARS})`;
+    } else if (kind === undefined) reason = 'it gives no kind';
+    else if (!allowedKind && !askedKind) reason = `kind "${clip(kind, DECISION_LABEL_CHARS)}" is not allowed`;
     else if (PATH_KINDS.has(kind) && paths.length === 0) {
       reason = `a ${kind} request that names no path cannot be checked`;
     } else if (allowedKind) {
@@ -715,13 +730,15 @@ class AgentProcess {
       ? pick(this.options.allowAlways ? ['allow_always', 'allow_once'] : ['allow_once'])
       : undefined;
     const option = allowOption ?? pick(['reject_once', 'reject_always']);
+    // What is cut here belongs to a rejection, or is a label: an allowed request's paths are whole.
+    const recordedPaths = recordable ? paths : fitted(paths);
     const decision: SubagentPermissionDecision = {
-      toolCall: toolCall.title ?? toolCall.toolCallId,
-      ...(kind === undefined ? {} : { kind }),
-      ...(paths.length > 0 ? { paths } : {}),
+      toolCall: clip(toolCall.title ?? toolCall.toolCallId, DECISION_LABEL_CHARS),
+      ...(kind === undefined ? {} : { kind: clip(kind, DECISION_LABEL_CHARS) }),
+      ...(paths.length > 0 ? { paths: recordedPaths } : {}),
       decision: allowOption ? 'allowed' : 'rejected',
       reason: allowed && !allowOption ? `${reason}, but the agent offered no one-time allow` : reason,
-      ...(option ? { optionId: option.optionId } : {}),
+      ...(option ? { optionId: clip(option.optionId, DECISION_LABEL_CHARS) } : {}),
     };
     this.permissions.push(decision);
     try {
@@ -761,6 +778,24 @@ async function askedDecision(
 /** The turn's permission decisions for its result, where no signal recorded them (a host without one). */
 function unrecorded(agent: AgentProcess, ctx: SubagentTurnContext): Pick<SubagentTurnResult, 'permissions'> {
   return ctx.recordPermission || agent.permissions.length === 0 ? {} : { permissions: agent.permissions };
+}
+
+/** `text`, or its beginning and how much more there was. */
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}... (${text.length - max} more characters)`;
+}
+
+/** The first of `paths` that fit in what a decision records, each cut to a label's length. */
+function fitted(paths: string[]): string[] {
+  const kept: string[] = [];
+  let chars = 0;
+  for (const path of paths.slice(0, DECISION_PATHS)) {
+    const cut = clip(path, DECISION_LABEL_CHARS);
+    if (chars + cut.length > DECISION_PATH_CHARS) break;
+    kept.push(cut);
+    chars += cut.length;
+  }
+  return kept;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -172,6 +172,24 @@ it('ends the turn with error once the agent asks for permission more than maxPer
   await run.dispose();
 });
 
+it('records permission requests of 1 MiB each (a title, or 1,000 paths) in a few KiB, and the run goes on', async () => {
+  // Each decision is a signal in the run's history, which the server caps (50 MB): 60 MiB of them
+  // would end the run.
+  const agent = await hostileAgent('permission-bloat');
+  const run = agent.start();
+  const result = await run.result;
+  expect(result).toMatchObject({ output: text('done'), stopReason: 'completed' });
+  const { events } = await temporal.client.workflow.getHandle(run.id).fetchHistory();
+  const recorded = (events ?? []).flatMap((e) =>
+    e.workflowExecutionSignaledEventAttributes?.signalName === 'permissionDecided'
+      ? [e.workflowExecutionSignaledEventAttributes.input?.payloads?.[0]?.data?.length ?? 0]
+      : [],
+  );
+  expect(recorded).toHaveLength(60);
+  expect(Math.max(...recorded)).toBeLessThan(16 * 1024);
+  await run.dispose();
+});
+
 it('reads a flood on stderr as it comes, so an agent that writes 64 MiB there before answering is answered', async () => {
   const agent = await hostileAgent('stderr-flood');
   const run = agent.start();
