@@ -97,6 +97,9 @@ const DECISION_PATHS = 32;
 const DECISION_PATH_CHARS = 8192;
 const DECISION_LABEL_CHARS = 512;
 
+/** The most characters of title and input a request `askToolKinds` holds may put to a person. */
+const APPROVAL_ASK_CHARS = 16 * 1024;
+
 /** The largest file the agent may read or write through the client's file system. */
 const MAX_FILE_BYTES = 16 * 1024 * 1024;
 
@@ -760,11 +763,16 @@ async function askedDecision(
   kind: string,
 ): Promise<{ allowed: boolean; reason: string }> {
   try {
-    const { decision, by, reason } = await run.requestApproval!({
-      tool: toolCall.title ?? toolCall.toolCallId,
-      kind,
-      arguments: JSON.stringify(toolCall.rawInput ?? {}),
-    });
+    const tool = toolCall.title ?? toolCall.toolCallId;
+    const args = JSON.stringify(toolCall.rawInput ?? {});
+    // The ask waits in the run's state and history; a person is never shown a request cut short.
+    if (tool.length + args.length > APPROVAL_ASK_CHARS) {
+      return {
+        allowed: false,
+        reason: `kind "${kind}", not asked: its title and input are ${tool.length + args.length} characters, more than a person is asked about (${APPROVAL_ASK_CHARS})`,
+      };
+    }
+    const { decision, by, reason } = await run.requestApproval!({ tool, kind, arguments: args });
     const why = reason === undefined ? `answered by ${by}` : `${by}: ${reason}`;
     return {
       allowed: decision === 'allow',

@@ -190,6 +190,26 @@ it('records permission requests of 1 MiB each (a title, or 1,000 paths) in a few
   await run.dispose();
 });
 
+it('denies without asking a person a permission request whose input is 1 MiB, and records why', async () => {
+  // An ask is an update whose input the run's history and state keep while it waits.
+  const agent = await hostileAgent('ask-bloat', {
+    askToolKinds: ['execute'],
+    runSettings: { heartbeatTimeout: '2 seconds', retry: { maximumAttempts: 1 }, approvalTimeout: '3 seconds' },
+  });
+  const run = agent.start();
+  expect(await run.result).toMatchObject({ output: text('done'), stopReason: 'completed' });
+  const { events } = await temporal.client.workflow.getHandle(run.id).fetchHistory();
+  expect((events ?? []).filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes)).toEqual([]);
+  const [recorded] = (events ?? []).flatMap((e) =>
+    e.workflowExecutionSignaledEventAttributes?.signalName === 'permissionDecided'
+      ? [JSON.parse(Buffer.from(e.workflowExecutionSignaledEventAttributes.input!.payloads![0].data!).toString())]
+      : [],
+  );
+  expect(recorded).toMatchObject({ decision: 'rejected', optionId: 'no' });
+  expect(recorded.reason).toContain('more than a person is asked about');
+  await run.dispose();
+});
+
 it('reads a flood on stderr as it comes, so an agent that writes 64 MiB there before answering is answered', async () => {
   const agent = await hostileAgent('stderr-flood');
   const run = agent.start();
