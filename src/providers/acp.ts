@@ -100,6 +100,9 @@ const DECISION_LABEL_CHARS = 512;
 /** The most characters of title and input a request `askToolKinds` holds may put to a person. */
 const APPROVAL_ASK_CHARS = 16 * 1024;
 
+/** The most characters a diagnostic quotes of what the agent said (a stop reason, an error). */
+const DIAGNOSTIC_QUOTE_CHARS = 2000;
+
 /** The largest file the agent may read or write through the client's file system. */
 const MAX_FILE_BYTES = 16 * 1024 * 1024;
 
@@ -233,7 +236,9 @@ async function acpTurn(
       prompt = more;
     }
     const unknownStop =
-      stopReason === 'error' ? `the ACP agent ended its turn with stopReason "${agent.lastStopReason}"` : undefined;
+      stopReason === 'error'
+        ? `the ACP agent ended its turn with stopReason "${clip(agent.lastStopReason, DIAGNOSTIC_QUOTE_CHARS)}"`
+        : undefined;
     return {
       // The last prompt's message, with the thinking the agent showed before it.
       output: [
@@ -254,7 +259,7 @@ async function acpTurn(
     }
     const ended = await agent.exited(500);
     return {
-      ...failed(`${(err as Error).message}${ended}${agent.stderrTail()}`),
+      ...failed(`${clip((err as Error).message, DIAGNOSTIC_QUOTE_CHARS)}${ended}${agent.stderrTail()}`),
       ...unrecorded(agent, ctx),
     };
   } finally {

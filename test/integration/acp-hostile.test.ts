@@ -288,6 +288,23 @@ it('settles error, retrying nothing, when session/new answers a sessionId of 3 M
 });
 
 it.each([
+  ['a stopReason of 3 MiB', 'huge-stop-reason', 'stopReason "rrr'],
+  ['an error of 3 MiB', 'huge-prompt-error', 'eee'],
+])(
+  'settles error on a prompt answered with %s, quoting at most 2,000 characters of it',
+  async (_case, mode, quoted) => {
+    const agent = await hostileAgent(mode);
+    const run = agent.start();
+    const result = await run.result;
+    expect(result).toMatchObject({ output: [], stopReason: 'error' });
+    expect(result.diagnostic).toContain(quoted);
+    expect(result.diagnostic).toContain('more characters');
+    expect(result.diagnostic!.length).toBeLessThan(4000);
+    await run.dispose();
+  },
+);
+
+it.each([
   ['does not exist on the worker', join(cwd, 'gone'), 'is not a directory on this worker'],
   ['holds a NUL byte', `${cwd}/a\0b`, 'holds a NUL byte'],
 ])('settles error, retrying nothing, when the working directory %s', async (_case, where, reason) => {
