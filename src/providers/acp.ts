@@ -52,9 +52,10 @@ export interface AcpProviderOptions {
   fileSystem?: { read?: boolean; write?: boolean };
   /**
    * The most bytes one turn may write through the client's file system, each write counted as at
-   * least 4 KiB (what a file takes on disk): 256 MiB by default. A write past it is refused with an
-   * error the agent reads, and the turn goes on (what it did stays, and it can say why it stopped);
-   * the turn's diagnostic says how many were refused.
+   * least 4 KiB for each part of its path (what a file, and each directory it may create, takes on
+   * disk): 256 MiB by default. A write past it is refused with an error the agent reads, and the
+   * turn goes on (what it did stays, and it can say why it stopped); the turn's diagnostic says how
+   * many were refused.
    */
   maxWriteBytes?: number;
   /** How long the agent may take to answer `initialize`, and then `session/new` or `session/load`. Default 30 s. */
@@ -112,7 +113,11 @@ const MAX_SESSION_ID_LENGTH = 1024;
 /** What one turn may write through the client's file system (`maxWriteBytes`), by default. */
 const DEFAULT_MAX_WRITE_BYTES = 256 * 1024 * 1024;
 
-/** The least a write counts against `maxWriteBytes`: a file's block on disk, so empty files are not free. */
+/**
+ * The least a write counts against `maxWriteBytes` for each part of its path, a file's or a
+ * directory's block on disk: empty files are not free, and neither are the directories a write
+ * creates (one write of a path 5,000 deep made 5,000 of them).
+ */
 const MIN_WRITE_CHARGE = 4096;
 
 /** ACP stop reasons onto the seam's; anything else is a failure. */
@@ -517,7 +522,8 @@ class AgentProcess {
   /** Counts a write of `bytes` to `path` against `maxWriteBytes`, or refuses it (`ToolPathError`); returns the charge. */
   private chargeWrite(path: string, bytes: number): number {
     const limit = this.options.maxWriteBytes ?? DEFAULT_MAX_WRITE_BYTES;
-    const charge = Math.max(bytes, MIN_WRITE_CHARGE);
+    const parts = path.split('/').filter(Boolean).length;
+    const charge = Math.max(bytes, MIN_WRITE_CHARGE * Math.max(parts, 1));
     if (this.writtenBytes + charge > limit) {
       this.refusedWriteCount++;
       throw new ToolPathError(

@@ -1,7 +1,7 @@
 // The acp provider against ACP agents that misbehave (test/fixtures/hostile-acp-agent.ts, a test
 // double speaking raw JSON-RPC in a real child process), through a real worker: every run ends
 // with a stop reason and leaves no process behind, the agent's own children included.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -436,6 +436,22 @@ it("drops text an agent sends after it answered a prompt: neither streamed nor i
     providerState: { sessionId: 'sess-hostile' },
   });
   expect(streamed).toEqual(['first', 'second']);
+});
+
+it('counts the directories a write would create against maxWriteBytes, refusing one 5,000 deep', async () => {
+  const folder = mkdtempSync(join(cwd, 'deep-'));
+  const agent = await hostileAgent('deep-write', {
+    env: { HOSTILE_ACP_WRITE: folder },
+    fileSystem: { write: true },
+    maxWriteBytes: 10 * 1024 * 1024,
+  });
+  const run = agent.start();
+  const result = await run.result;
+  expect(result).toMatchObject({ output: text('done'), stopReason: 'completed' });
+  expect(result.diagnostic).toContain('refused 1 file write past maxWriteBytes');
+  expect(agent.events()).toContainEqual(expect.objectContaining({ event: 'response', id: 'write-deep', code: -32602 }));
+  expect(readdirSync(folder)).toEqual([]);
+  await run.dispose();
 });
 
 it("keeps 10,000 messages that answer no request off the worker's console, and says how many it ignored", async () => {
