@@ -365,7 +365,10 @@ class AgentProcess {
           }
         });
         if (text.length > 0) atLineStart = text.endsWith('\n');
-        done(null, chunk);
+        // While the agent has not taken what was sent to it, no more of what it writes is read:
+        // the SDK's reader takes all there is, whatever waits behind it, so requests it never
+        // reads the answers to would pile up in the worker. It reads what it was sent, or exits.
+        void this.agentHasTaken(false).then(() => done(null, chunk));
       },
     });
     const app = acp
@@ -560,10 +563,13 @@ class AgentProcess {
     return next;
   }
 
-  /** Resolves once the agent has taken what was sent to it (or its stdin is gone). */
-  private async agentHasTaken(): Promise<void> {
+  /**
+   * Resolves once the agent has taken what was sent to it (or its stdin is gone); with `settle`,
+   * after what is on its way to it (an answer a handler just returned) has reached its stdin.
+   */
+  private async agentHasTaken(settle = true): Promise<void> {
     // An answer reaches stdin a few microtasks after its handler returned.
-    await new Promise((resolve) => setImmediate(resolve));
+    if (settle) await new Promise((resolve) => setImmediate(resolve));
     const { stdin } = this.child;
     if (!stdin.writableNeedDrain || stdin.destroyed) return;
     await new Promise<void>((resolve) => {
