@@ -720,20 +720,24 @@ class AgentProcess {
     const { toolCall } = params;
     const kind = toolCall.kind ?? undefined;
     const paths = requestedPaths(toolCall);
-    const root = await ConfinedRoot.open(this.cwd).catch(() => undefined);
+    const pathChars = paths.reduce((sum, path) => sum + path.length, 0);
+    const recordable = paths.length <= DECISION_PATHS && pathChars <= DECISION_PATH_CHARS;
+    // Judged only when recordable: judging a path looks for its deepest existing directory one
+    // part at a time, and one path 2,000,000 deep took the worker's file system threads minutes.
     const outside: string[] = [];
-    for (const path of paths) if (!root || !(await root.contains(path))) outside.push(path);
+    if (recordable) {
+      const root = await ConfinedRoot.open(this.cwd).catch(() => undefined);
+      for (const path of paths) if (!root || !(await root.contains(path))) outside.push(path);
+    }
     let reason: string;
     let allowed = false;
     const allowedKind = kind !== undefined && (this.options.allowToolKinds ?? []).includes(kind);
     const askedKind =
       kind !== undefined && (this.options.askToolKinds ?? []).includes(kind) && this.run.requestApproval !== undefined;
-    const pathChars = paths.reduce((sum, path) => sum + path.length, 0);
-    const recordable = paths.length <= DECISION_PATHS && pathChars <= DECISION_PATH_CHARS;
-    if (outside.length > 0) {
-      reason = `it names a path outside the working directory: ${clip(outside[0], DECISION_LABEL_CHARS)}`;
-    } else if (!recordable) {
+    if (!recordable) {
       reason = `it names ${paths.length} paths of ${pathChars} characters, more than a decision records (${DECISION_PATHS}, ${DECISION_PATH_CHARS})`;
+    } else if (outside.length > 0) {
+      reason = `it names a path outside the working directory: ${clip(outside[0], DECISION_LABEL_CHARS)}`;
     } else if (kind === undefined) reason = 'it gives no kind';
     else if (!allowedKind && !askedKind) reason = `kind "${clip(kind, DECISION_LABEL_CHARS)}" is not allowed`;
     else if (PATH_KINDS.has(kind) && paths.length === 0) {

@@ -210,6 +210,23 @@ it('denies without asking a person a permission request whose input is 1 MiB, an
   await run.dispose();
 });
 
+it('rejects a permission request naming a path 2,000,000 deep as more than a decision records, without judging it', async () => {
+  // Judging a path looks for its deepest existing directory, one part at a time: for this one,
+  // minutes of the worker's file system threads.
+  const agent = await hostileAgent('permission-deep-path');
+  const run = agent.start();
+  expect(await run.result).toMatchObject({ output: text('done'), stopReason: 'completed' });
+  const { events } = await temporal.client.workflow.getHandle(run.id).fetchHistory();
+  const [recorded] = (events ?? []).flatMap((e) =>
+    e.workflowExecutionSignaledEventAttributes?.signalName === 'permissionDecided'
+      ? [JSON.parse(Buffer.from(e.workflowExecutionSignaledEventAttributes.input!.payloads![0].data!).toString())]
+      : [],
+  );
+  expect(recorded).toMatchObject({ decision: 'rejected', optionId: 'no' });
+  expect(recorded.reason).toContain('more than a decision records');
+  await run.dispose();
+});
+
 it('reads a flood on stderr as it comes, so an agent that writes 64 MiB there before answering is answered', async () => {
   const agent = await hostileAgent('stderr-flood');
   const run = agent.start();
