@@ -10,6 +10,8 @@ import { isAbsolute, relative } from 'node:path';
 import { Readable, Transform, Writable } from 'node:stream';
 import type * as Acp from '@agentclientprotocol/sdk';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../seam/constants';
+import { SubagentError } from '../seam/errors';
+import { describeValue } from '../seam/json';
 import type { ContentBlock } from '../seam/content';
 import type { SubagentRunSettings, SubagentTurnContext, SubagentTurnProvider } from '../seam/provider';
 import type { SubagentPermissionDecision, SubagentStopReason, SubagentTurnResult } from '../seam/result';
@@ -133,7 +135,9 @@ interface AcpSessionState {
   sessionId: string;
 }
 
+/** The `acp` provider; throws `INVALID_CONFIG` for options that cannot work. */
 export function createAcpProvider(options: AcpProviderOptions): SubagentTurnProvider {
+  checkOptions(options);
   return {
     name: options.name ?? 'acp',
     capabilities: { outputSchema: false, depthLimit: false, toolFilter: false },
@@ -145,6 +149,41 @@ export function createAcpProvider(options: AcpProviderOptions): SubagentTurnProv
     ...(options.runSettings === undefined ? {} : { runSettings: options.runSettings }),
     runTurn: (input, ctx) => acpTurn(options, input, ctx),
   };
+}
+
+/** The longest a Node timer waits: a longer one (or NaN, or Infinity) fires after 1 ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Throws `INVALID_CONFIG`, naming the option, for options that cannot work: each failed only at a
+ * turn, or quietly (a NaN `maxWriteBytes` or `maxPermissionRequests` bounded nothing, a NaN
+ * timeout or grace was a timer of 1 ms).
+ */
+function checkOptions(options: AcpProviderOptions): void {
+  const refuse = (message: string): never => {
+    throw new SubagentError(`acp provider: ${message}`, 'INVALID_CONFIG');
+  };
+  if (typeof options.command !== 'string' || options.command === '') refuse('command must be a non-empty string');
+  if (
+    options.args !== undefined &&
+    !(Array.isArray(options.args) && options.args.every((a) => typeof a === 'string'))
+  ) {
+    refuse('args must be a list of strings');
+  }
+  const whole = (name: keyof AcpProviderOptions, minimum: number, maximum = Number.MAX_SAFE_INTEGER) => {
+    const value = options[name];
+    if (
+      value !== undefined &&
+      !(Number.isSafeInteger(value) && (value as number) >= minimum && (value as number) <= maximum)
+    ) {
+      refuse(`${name} must be a whole number from ${minimum} to ${maximum} (got ${describeValue(value)})`);
+    }
+  };
+  whole('maxPermissionRequests', 1);
+  whole('maxWriteBytes', 0);
+  whole('maxOutputBytes', 1);
+  whole('initializeTimeoutMs', 1, MAX_TIMER_MS);
+  whole('killGraceMs', 0, MAX_TIMER_MS);
 }
 
 async function acpTurn(

@@ -506,3 +506,21 @@ it('refuses the writes past maxWriteBytes in one turn with an error the agent re
   ]);
   await run.dispose();
 });
+
+it.each([
+  ['an empty command', { command: '' }, 'command must be a non-empty string'],
+  ['args that are not strings', { command: 'agent', args: [1] }, 'args must be a list of strings'],
+  ['a NaN maxWriteBytes (it bounded nothing)', { command: 'agent', maxWriteBytes: NaN }, 'maxWriteBytes must be'],
+  ['a maxPermissionRequests of 0.5', { command: 'agent', maxPermissionRequests: 0.5 }, 'maxPermissionRequests must be'],
+  ['a maxOutputBytes of 0', { command: 'agent', maxOutputBytes: 0 }, 'maxOutputBytes must be'],
+  [
+    'an initializeTimeoutMs of Infinity (a timer of 1 ms)',
+    { command: 'agent', initializeTimeoutMs: Infinity },
+    'initializeTimeoutMs must be',
+  ],
+  ['a negative killGraceMs', { command: 'agent', killGraceMs: -1 }, 'killGraceMs must be'],
+])('refuses options with %s with INVALID_CONFIG when the provider is made', (_case, options, message) => {
+  expect(() => createAcpProvider(options as never)).toThrow(
+    expect.objectContaining({ code: 'INVALID_CONFIG', message: expect.stringContaining(message) }),
+  );
+});
