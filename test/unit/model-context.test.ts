@@ -1,6 +1,6 @@
 // The conversation a model call sends under a character budget: the oldest tool outputs give way,
 // the newest and every user and assistant message go whole.
-import { withinContext } from '../../activities/model-call';
+import { withinContext } from '../../activities/chat-endpoint';
 import type { TranscriptEntry } from '../../src/seam/request';
 
 const text = (value: string) => [{ type: 'text' as const, text: value }];
