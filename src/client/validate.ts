@@ -99,9 +99,11 @@ export function budgetOf(value: unknown): ResolvedSubagentBudget {
     const { deadline } = budget;
     const ms =
       deadline instanceof Date ? deadline.getTime() : typeof deadline === 'string' ? Date.parse(deadline) : deadline;
-    if (typeof ms !== 'number' || !Number.isFinite(ms)) {
+    // Only a time a Date holds (within 8.64e15 ms of 1970): the run names its deadline as one
+    // when it passes, and one before that range failed every workflow task of the run.
+    if (typeof ms !== 'number' || Number.isNaN(new Date(ms).getTime())) {
       invalid(
-        `request.budget.deadline must be a Date, an ISO 8601 time or epoch milliseconds (got ${describeValue(deadline)})`,
+        `request.budget.deadline must be a Date, an ISO 8601 time or epoch milliseconds within 8.64e15 of 1970 (got ${describeValue(deadline)})`,
       );
     }
     resolved.deadline = ms;

@@ -185,6 +185,18 @@ const cases: [string, unknown, string, string][] = [
     'the start request could not be read: no keys here',
   ],
   [
+    "the budget's deadline is before the earliest time a Date holds (every workflow task of the run failed, for ever)",
+    { ...valid, budget: { deadline: -1e20 } },
+    'INVALID_REQUEST',
+    'request.budget.deadline must be',
+  ],
+  [
+    "the budget's deadline is past the latest time a Date holds",
+    { ...valid, budget: { deadline: 8.64e15 + 1 } },
+    'INVALID_REQUEST',
+    'request.budget.deadline must be',
+  ],
+  [
     'the prompt is over the payload limit',
     { ...valid, prompt: text(oversized) },
     'PAYLOAD_TOO_LARGE',
