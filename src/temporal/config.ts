@@ -190,6 +190,19 @@ export function modelPricesFromEnv(env: NodeJS.ProcessEnv = process.env): Subage
   } catch {
     invalid('is not JSON');
   }
+  checkModelPrices(table, 'SUBAGENT_MODEL_PRICES');
+  return table;
+}
+
+/**
+ * Throws `INVALID_CONFIG`, naming `name`, unless `table` is an object of model name to prices of
+ * 0 or more: a negative price takes spend back from a budget, and a cost of NaN never reaches
+ * `maxCostUsd`.
+ */
+export function checkModelPrices(table: unknown, name: string): asserts table is SubagentModelPrices {
+  const invalid = (why: string): never => {
+    throw new SubagentError(`${name} ${why}`, 'INVALID_CONFIG');
+  };
   if (!isPlainObject(table)) invalid('must be a JSON object of model name to prices');
   for (const [model, price] of Object.entries(table as Record<string, unknown>)) {
     const { inputPerMillionTokens: input, outputPerMillionTokens: output } = (price ?? {}) as Record<string, unknown>;
@@ -198,5 +211,4 @@ export function modelPricesFromEnv(env: NodeJS.ProcessEnv = process.env): Subage
       invalid(`needs inputPerMillionTokens and outputPerMillionTokens of 0 or more for "${model}"`);
     }
   }
-  return table as SubagentModelPrices;
 }

@@ -28,8 +28,9 @@ import { defaultTaskQueue, modelTaskQueue, providerNameViolation } from '../seam
 import { defaultPayloadLimit, payloadStoreOf, sweepPayloads } from '../temporal/payload-store';
 import type { SubagentDelegate } from '../seam/delegation';
 import { SubagentDepthError, SubagentError } from '../seam/errors';
+import { describeValue } from '../seam/json';
 import type { SubagentHostedProvider, SubagentModelPrices } from '../seam/provider';
-import { modelPricesFromEnv } from '../temporal/config';
+import { checkModelPrices, modelPricesFromEnv } from '../temporal/config';
 import { SubagentTracing, TRACING_WORKFLOW_MODULE, tracingWorkerOptions } from '../temporal/tracing';
 
 export interface SubagentWorkerOptions {
@@ -162,6 +163,7 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
     providers.set(provider.name, provider);
   }
   if (providers.size === 0) throw new SubagentError('a subagent worker needs at least one provider', 'INVALID_CONFIG');
+  checkWorkerNumbers(options);
 
   const namespace = options.namespace ?? 'default';
   const client = new Client({
@@ -318,6 +320,46 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
       }
     },
   };
+}
+
+/** The longest delay a Node timer holds; a longer one (or NaN, or Infinity) fires after 1 ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Throws `INVALID_CONFIG`, naming the option, for a number of the worker's own that cannot work.
+ * Each became a timer or a limit that fails quietly: a NaN, Infinity or over-long interval is a
+ * Node timer of 1 ms (a payload sweep 30 days apart ran about 900 times a second, and a NaN text
+ * batch a signal, a history event, per millisecond), a NaN cache size never evicts, and a NaN or
+ * 0 payload limit failed every turn of every run.
+ */
+function checkWorkerNumbers(options: SubagentWorkerOptions): void {
+  const check = (name: string, value: unknown, minimum: number, maximum: number, what: string) => {
+    if (value === undefined) return;
+    if (!(typeof value === 'number' && Number.isSafeInteger(value) && value >= minimum && value <= maximum)) {
+      throw new SubagentError(`${name} must be ${what} (got ${describeValue(value)})`, 'INVALID_CONFIG');
+    }
+  };
+  const timer = (name: string, value: unknown, minimum: number) =>
+    check(name, value, minimum, MAX_TIMER_MS, `a whole number of milliseconds from ${minimum} to ${MAX_TIMER_MS}`);
+  timer('heartbeatIntervalMs', options.heartbeatIntervalMs, 1);
+  timer('cancelGraceMs', options.cancelGraceMs, 0);
+  check(
+    'payloadSweepIntervalMs',
+    options.payloadSweepIntervalMs,
+    0,
+    MAX_TIMER_MS,
+    `0 (never) or a whole number of milliseconds up to ${MAX_TIMER_MS} (about 24.8 days, the longest a timer holds)`,
+  );
+  if (options.textBatches !== undefined) {
+    const { firstMs, maxMs } = (options.textBatches ?? {}) as Partial<
+      NonNullable<SubagentWorkerOptions['textBatches']>
+    >;
+    timer('textBatches.firstMs', firstMs ?? NaN, 1);
+    timer('textBatches.maxMs', maxMs ?? NaN, firstMs!);
+  }
+  if (options.modelPrices !== undefined) checkModelPrices(options.modelPrices, 'modelPrices');
+  check('contextCacheSize', options.contextCacheSize, 0, Number.MAX_SAFE_INTEGER, 'a whole number of runs, 0 or more');
+  check('maxPayloadBytes', options.maxPayloadBytes, 1, Number.MAX_SAFE_INTEGER, 'a whole number of bytes, 1 or more');
 }
 
 /**

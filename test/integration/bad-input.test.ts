@@ -416,3 +416,38 @@ describe('a raw Temporal client (ours refuses these at start)', () => {
     await workerStillRuns();
   });
 });
+it.each([
+  [
+    'payloadSweepIntervalMs of 30 days (past what a timer holds: it swept about 900 times a second)',
+    { payloadSweepIntervalMs: 30 * 24 * 3_600_000 },
+  ],
+  ['payloadSweepIntervalMs of NaN (swept every millisecond)', { payloadSweepIntervalMs: NaN }],
+  ['heartbeatIntervalMs of Infinity (heartbeats every millisecond)', { heartbeatIntervalMs: Infinity }],
+  ['heartbeatIntervalMs of 0', { heartbeatIntervalMs: 0 }],
+  ['cancelGraceMs of -1', { cancelGraceMs: -1 }],
+  [
+    'textBatches.firstMs of NaN (a batch, a history event, every millisecond)',
+    { textBatches: { firstMs: NaN, maxMs: 1000 } },
+  ],
+  ['textBatches.maxMs below its firstMs', { textBatches: { firstMs: 500, maxMs: 100 } }],
+  ['contextCacheSize of NaN (it never evicted a run)', { contextCacheSize: NaN }],
+  [
+    'maxPayloadBytes of NaN (every turn of every run ended error, over "the NaN-byte payload limit")',
+    { maxPayloadBytes: NaN },
+  ],
+  ['maxPayloadBytes of 0', { maxPayloadBytes: 0 }],
+  [
+    'a model price of -1 (it took spend back from the budget)',
+    { modelPrices: { m: { inputPerMillionTokens: -1, outputPerMillionTokens: 1 } } },
+  ],
+] as const)(
+  'createSubagentWorker refuses %s with INVALID_CONFIG naming the option, before any worker exists',
+  async (_case, options) => {
+    const provider = createScriptedProvider({ name: uniqueName('worker-options') });
+    const name = Object.keys(options)[0];
+    await expect(startWorker(runs.temporal, [provider], options)).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringContaining(name),
+    });
+  },
+);
