@@ -20,7 +20,7 @@ import type { subagentRunWorkflow } from '../../workflows/subagent-run';
 import { RUN_ID_PREFIX, defaultTaskQueue, modelTaskQueue, providerNameViolation } from '../seam/constants';
 import { defaultPayloadLimit } from '../temporal/payload-store';
 import { SubagentError } from '../seam/errors';
-import { canonicalJson } from '../seam/json';
+import { canonicalJson, describeValue } from '../seam/json';
 import { requestedModel } from '../seam/delegation';
 import type {
   SubagentAgentProvider,
@@ -86,6 +86,7 @@ export class TemporalSubagentService {
   private indexing: boolean;
 
   constructor(private readonly options: TemporalSubagentServiceOptions) {
+    checkServiceNumbers(options);
     const logger = options.logger ?? { warn: (message: string) => console.warn(message) };
     this.events = new SubagentEvents(logger);
     this.context = {
@@ -355,6 +356,33 @@ export class TemporalSubagentService {
       resumable: descriptor ? (descriptor.resumable ?? false) : true,
       emitEvents: false,
     }).run;
+  }
+}
+
+/** The longest gRPC deadline the service sets, as long as a Node timer holds (about 24.8 days). */
+const MAX_START_TIMEOUT_MS = 2 ** 31 - 1;
+
+/**
+ * Throws `INVALID_CONFIG`, naming the option, for a number that cannot work. Each failed only
+ * later: a `startTimeoutMs` of Infinity (or 1e300) panicked the native client's gRPC thread and
+ * every start rejected `UNAVAILABLE`, as every start did with one of 0 or less; a NaN
+ * `reconnectWindowMs` never gave up; a NaN or 0 `maxPayloadBytes` refused every start.
+ */
+function checkServiceNumbers(options: TemporalSubagentServiceOptions): void {
+  const refuse = (name: string, what: string, value: unknown): never => {
+    throw new SubagentError(`${name} must be ${what} (got ${describeValue(value)})`, 'INVALID_CONFIG');
+  };
+  const whole = (value: unknown, minimum: number, maximum: number) =>
+    typeof value === 'number' && Number.isSafeInteger(value) && value >= minimum && value <= maximum;
+  const { startTimeoutMs, reconnectWindowMs, maxPayloadBytes } = options;
+  if (startTimeoutMs !== undefined && !whole(startTimeoutMs, 1, MAX_START_TIMEOUT_MS)) {
+    refuse('startTimeoutMs', `a whole number of milliseconds from 1 to ${MAX_START_TIMEOUT_MS}`, startTimeoutMs);
+  }
+  if (reconnectWindowMs !== undefined && !(typeof reconnectWindowMs === 'number' && reconnectWindowMs >= 0)) {
+    refuse('reconnectWindowMs', 'a number of milliseconds, 0 or more (Infinity: for ever)', reconnectWindowMs);
+  }
+  if (maxPayloadBytes !== undefined && !whole(maxPayloadBytes, 1, Number.MAX_SAFE_INTEGER)) {
+    refuse('maxPayloadBytes', 'a whole number of bytes, 1 or more', maxPayloadBytes);
   }
 }
 

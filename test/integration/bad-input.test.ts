@@ -451,3 +451,18 @@ it.each([
     });
   },
 );
+
+it.each([
+  [
+    'startTimeoutMs of Infinity (the native client panicked, and every start rejected UNAVAILABLE)',
+    { startTimeoutMs: Infinity },
+  ],
+  ['startTimeoutMs of -1 (every start rejected UNAVAILABLE)', { startTimeoutMs: -1 }],
+  ['reconnectWindowMs of NaN (it never gave up)', { reconnectWindowMs: NaN }],
+  ['maxPayloadBytes of NaN (every start was PAYLOAD_TOO_LARGE)', { maxPayloadBytes: NaN }],
+  ['maxPayloadBytes of 0', { maxPayloadBytes: 0 }],
+] as const)('the service refuses %s with INVALID_CONFIG naming the option, at construction', (_case, options) => {
+  expect(() => newService(runs.temporal, options)).toThrow(
+    expect.objectContaining({ code: 'INVALID_CONFIG', message: expect.stringContaining(Object.keys(options)[0]) }),
+  );
+});
