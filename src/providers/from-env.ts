@@ -23,7 +23,8 @@ export const BUILTIN_PROVIDERS = Object.keys(BUILTIN);
 
 /** One built-in provider; `INVALID_CONFIG` for a name that is not one, listing those that are. */
 export function builtinProvider(name: string, env: NodeJS.ProcessEnv = process.env): SubagentHostedProvider {
-  const create = BUILTIN[name];
+  // Own names only: `constructor`, `toString` and the like are the table's too, by inheritance.
+  const create = Object.hasOwn(BUILTIN, name) ? BUILTIN[name] : undefined;
   if (!create) {
     throw new SubagentError(
       `"${name}" is not a built-in provider (built in: ${BUILTIN_PROVIDERS.join(', ')})`,

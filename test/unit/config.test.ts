@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { connectClient, temporalSettingsFromEnv } from '../../src';
 import { workerCachedRunsFromEnv } from '../../src/temporal/config';
 import { endpointFromEnv } from '../../src/worker';
+import { providersFromEnv } from '../../src/providers/from-env';
 
 describe('temporalSettingsFromEnv', () => {
   it('means the embedded server when TEMPORAL_ADDRESS is unset', () => {
@@ -167,4 +168,18 @@ describe('endpointFromEnv', () => {
       );
     }
   });
+});
+
+describe('providersFromEnv', () => {
+  it.each(['constructor', 'toString', '__proto__', 'hasOwnProperty'])(
+    'refuses SUBAGENT_PROVIDERS=%s, a name every object has, as not a built-in provider (INVALID_CONFIG)',
+    (name) => {
+      expect(() => providersFromEnv({ SUBAGENT_PROVIDERS: name })).toThrow(
+        expect.objectContaining({
+          code: 'INVALID_CONFIG',
+          message: expect.stringContaining('is not a built-in provider'),
+        }),
+      );
+    },
+  );
 });
