@@ -17,7 +17,7 @@ import {
   STATUS_ATTRIBUTE,
 } from '../../workflows/search-attributes';
 import type { subagentRunWorkflow } from '../../workflows/subagent-run';
-import { RUN_ID_PREFIX, defaultTaskQueue, modelTaskQueue, providerNameViolation } from '../seam/constants';
+import { RUN_ID_PREFIX, defaultTaskQueue, isHttpUrl, modelTaskQueue, providerNameViolation } from '../seam/constants';
 import { defaultPayloadLimit } from '../temporal/payload-store';
 import { SubagentError } from '../seam/errors';
 import { canonicalJson, describeValue } from '../seam/json';
@@ -115,16 +115,7 @@ export class TemporalSubagentService {
       throw new SubagentError(`a subagent provider named "${name}" is already registered`, 'DUPLICATE_PROVIDER');
     }
     const descriptor = provider as SubagentProviderDescriptor;
-    const endpoint = (descriptor as Partial<SubagentAgentProvider>).endpoint;
-    for (const limit of ['requestsPerMinute', 'tokensPerMinute', 'tokenBurst'] as const) {
-      const value = endpoint?.[limit];
-      if (value !== undefined && !(typeof value === 'number' && Number.isFinite(value) && value > 0)) {
-        throw new SubagentError(
-          `subagent provider "${name}": endpoint.${limit} must be a positive number (got ${value})`,
-          'INVALID_CONFIG',
-        );
-      }
-    }
+    checkEndpoint(name, (descriptor as Partial<SubagentAgentProvider>).endpoint);
     const entry: RegisteredProvider = {
       descriptor,
       taskQueue: descriptor.taskQueue ?? defaultTaskQueue(name),
@@ -356,6 +347,30 @@ export class TemporalSubagentService {
       resumable: descriptor ? (descriptor.resumable ?? false) : true,
       emitEvents: false,
     }).run;
+  }
+}
+
+/**
+ * Throws `INVALID_CONFIG` for a model endpoint that cannot work: a rate that is not a positive
+ * number, or a `baseURL` that is not an http(s) URL (`localhost:8080/v1` has no scheme: each model
+ * call failed as "Connection error.", retried for minutes before the run ended `error`).
+ */
+export function checkEndpoint(name: string, endpoint: Partial<SubagentAgentProvider['endpoint']> | undefined): void {
+  for (const limit of ['requestsPerMinute', 'tokensPerMinute', 'tokenBurst'] as const) {
+    const value = endpoint?.[limit];
+    if (value !== undefined && !(typeof value === 'number' && Number.isFinite(value) && value > 0)) {
+      throw new SubagentError(
+        `subagent provider "${name}": endpoint.${limit} must be a positive number (got ${value})`,
+        'INVALID_CONFIG',
+      );
+    }
+  }
+  const baseURL: unknown = endpoint?.baseURL;
+  if (baseURL !== undefined && baseURL !== '' && !isHttpUrl(baseURL)) {
+    throw new SubagentError(
+      `subagent provider "${name}": endpoint.baseURL must be an http or https URL, such as "http://localhost:8080/v1" (got ${describeValue(baseURL)})`,
+      'INVALID_CONFIG',
+    );
   }
 }
 

@@ -3,6 +3,7 @@
 // call and each tool call is an activity, so a crash costs at most the call in flight. `spawn`
 // starts fresh; `fork` is seeded with the parent's conversation up to its last completed turn.
 import type { SubagentAgentProvider, SubagentModelEndpoint, SubagentRunSettings } from '../seam/provider';
+import { isHttpUrl } from '../seam/constants';
 import { SubagentError } from '../seam/errors';
 import type { SubagentTool } from '../seam/tool';
 import { builtinFileTools } from '../tools';
@@ -49,11 +50,22 @@ export function endpointFromEnv(env: NodeJS.ProcessEnv = process.env): SubagentM
   if (stream && stream !== 'true' && stream !== 'false') {
     throw new SubagentError(`SUBAGENT_MODEL_STREAM must be true or false (got "${stream}")`, 'INVALID_CONFIG');
   }
+  // Trimmed: a base URL with a space at its end asked for `/v1%20/chat/completions` (a 404 at
+  // every call), and a model name with one names another model.
+  const baseURL = env.OPENAI_BASE_URL?.trim();
+  if (baseURL && !isHttpUrl(baseURL)) {
+    throw new SubagentError(
+      `OPENAI_BASE_URL must be an http or https URL, such as "http://localhost:8080/v1" (got "${baseURL}")`,
+      'INVALID_CONFIG',
+    );
+  }
+  const apiKey = env.OPENAI_API_KEY?.trim();
+  const model = env.SUBAGENT_MODEL?.trim();
   return {
-    ...(env.OPENAI_BASE_URL ? { baseURL: env.OPENAI_BASE_URL } : {}),
+    ...(baseURL ? { baseURL } : {}),
     ...(stream === 'false' ? { stream: false } : {}),
-    ...(env.OPENAI_API_KEY ? { apiKey: env.OPENAI_API_KEY } : {}),
-    ...(env.SUBAGENT_MODEL ? { model: env.SUBAGENT_MODEL } : {}),
+    ...(apiKey ? { apiKey } : {}),
+    ...(model ? { model } : {}),
     ...Object.fromEntries(Object.entries(limits).filter(([, value]) => value !== undefined)),
   };
 }

@@ -87,3 +87,10 @@ function utf8Length(text: string): number {
   }
   return bytes;
 }
+
+/** Whether `value` is an absolute http(s) URL with nothing around it: a model endpoint's base URL. */
+export function isHttpUrl(value: unknown): boolean {
+  if (typeof value !== 'string' || value !== value.trim() || !URL.canParse(value)) return false;
+  const { protocol } = new URL(value);
+  return protocol === 'http:' || protocol === 'https:';
+}

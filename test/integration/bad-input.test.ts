@@ -3,6 +3,7 @@
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { SubagentError, type SubagentRun, type SubagentStartRequest, runStarted } from '../../src';
 import { createScriptedProvider } from '../../src/testing';
+import { createSpawnProvider } from '../../src/worker';
 import { temporal } from '@temporalio/proto';
 import {
   SUBAGENT_RUN_WORKFLOW,
@@ -466,3 +467,17 @@ it.each([
     expect.objectContaining({ code: 'INVALID_CONFIG', message: expect.stringContaining(Object.keys(options)[0]) }),
   );
 });
+
+it.each(['localhost:8080/v1', 'not a url', 'http://127.0.0.1:8080/v1 '])(
+  'refuses a model endpoint whose baseURL is %j, not an http(s) URL, with INVALID_CONFIG: in the service and in a worker',
+  async (baseURL) => {
+    const provider = createSpawnProvider({ name: uniqueName('bad-url'), tools: [], endpoint: { baseURL, model: 'm' } });
+    expect(() => newService(runs.temporal).registerProvider(provider)).toThrow(
+      expect.objectContaining({ code: 'INVALID_CONFIG', message: expect.stringContaining('endpoint.baseURL') }),
+    );
+    await expect(startWorker(runs.temporal, [provider])).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringContaining('endpoint.baseURL'),
+    });
+  },
+);

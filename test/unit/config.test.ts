@@ -143,6 +143,25 @@ describe('endpointFromEnv', () => {
     );
   });
 
+  it('trims the base URL, the key and the model (a URL with a space at its end asked for /v1%20/chat/completions)', () => {
+    expect(
+      endpointFromEnv({
+        OPENAI_BASE_URL: ' http://127.0.0.1:8080/v1 ',
+        OPENAI_API_KEY: 'sk-key\n',
+        SUBAGENT_MODEL: 'm ',
+      }),
+    ).toEqual({ baseURL: 'http://127.0.0.1:8080/v1', apiKey: 'sk-key', model: 'm' });
+  });
+
+  it.each(['localhost:8080/v1', 'not a url', 'ftp://models.example/v1'])(
+    'refuses OPENAI_BASE_URL=%s, not an http(s) URL, with INVALID_CONFIG',
+    (value) => {
+      expect(() => endpointFromEnv({ OPENAI_BASE_URL: value })).toThrow(
+        expect.objectContaining({ code: 'INVALID_CONFIG', message: expect.stringContaining('OPENAI_BASE_URL') }),
+      );
+    },
+  );
+
   it('reads the limits and the quota as positive whole numbers, and refuses anything else', () => {
     expect(
       endpointFromEnv({
