@@ -10,7 +10,13 @@ import { isPlainObject } from '../seam/json';
 import type { SubagentModelPrices } from '../seam/provider';
 import { codecFromEnv } from './codec';
 import { ENCRYPTED_FAILURE_CONVERTER_PATH } from './failure-converter';
-import { DEFAULT_OFFLOAD_BYTES, FilePayloadStore, type SubagentPayloadStore, payloadStorage } from './payload-store';
+import {
+  DEFAULT_OFFLOAD_BYTES,
+  FilePayloadStore,
+  MAX_OFFLOAD_BYTES,
+  type SubagentPayloadStore,
+  payloadStorage,
+} from './payload-store';
 import { PostgresPayloadStore } from './postgres-payload-store';
 
 export interface TemporalConnectionSettings {
@@ -146,13 +152,19 @@ export function payloadStoreFromEnv(
   );
 }
 
-/** `SUBAGENT_PAYLOAD_OFFLOAD_BYTES`: the offload threshold, a whole number of bytes (default 32 KiB). */
+/**
+ * `SUBAGENT_PAYLOAD_OFFLOAD_BYTES`: the offload threshold, a whole number of bytes up to
+ * `MAX_OFFLOAD_BYTES` (default 32 KiB).
+ */
 export function offloadThresholdFromEnv(env: NodeJS.ProcessEnv = process.env): number {
   const raw = env.SUBAGENT_PAYLOAD_OFFLOAD_BYTES?.trim();
   if (!raw) return DEFAULT_OFFLOAD_BYTES;
   const bytes = Number(raw);
-  if (!Number.isInteger(bytes) || bytes < 0) {
-    throw new SubagentError('SUBAGENT_PAYLOAD_OFFLOAD_BYTES must be a whole number of bytes', 'INVALID_CONFIG');
+  if (!Number.isInteger(bytes) || bytes < 0 || bytes > MAX_OFFLOAD_BYTES) {
+    throw new SubagentError(
+      `SUBAGENT_PAYLOAD_OFFLOAD_BYTES must be a whole number of bytes from 0 to ${MAX_OFFLOAD_BYTES} (got "${raw}"): Temporal refuses a payload over 2 MiB that stays in the history`,
+      'INVALID_CONFIG',
+    );
   }
   return bytes;
 }

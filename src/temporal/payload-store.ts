@@ -20,11 +20,19 @@ import {
 import { ExternalStorageRunner } from '@temporalio/common/lib/internal-non-workflow';
 import { temporal } from '@temporalio/proto';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../seam/constants';
+import { SubagentError } from '../seam/errors';
 
 const PayloadProto = temporal.api.common.v1.Payload;
 
 /** Payloads at least this large (encoded) leave the history unless configured otherwise. */
 export const DEFAULT_OFFLOAD_BYTES = 32 * 1024;
+/**
+ * The highest offload threshold: a payload under it stays in the history, where Temporal refuses
+ * one over 2 MiB (with a threshold of 4 MiB, a turn that answered 3 MiB was retried until the run
+ * ended error, and a start of 3 MiB was refused as UNAVAILABLE, since the limit a store allows
+ * the caller is 256 MiB).
+ */
+export const MAX_OFFLOAD_BYTES = DEFAULT_MAX_PAYLOAD_BYTES;
 /** The largest payload a run takes when payloads are offloaded (without, Temporal's 2 MiB applies). */
 export const OFFLOADED_MAX_PAYLOAD_BYTES = 256 * 1024 * 1024;
 /** A run whose newest blob is younger than this keeps its blobs: its start may still be on the way. */
@@ -112,12 +120,19 @@ export function defaultPayloadLimit(converter: Pick<DataConverter, 'externalStor
   return converter?.externalStorage ? OFFLOADED_MAX_PAYLOAD_BYTES : DEFAULT_MAX_PAYLOAD_BYTES;
 }
 
-/** External storage for a data converter: payloads of `thresholdBytes` or more go to `store`. */
+/**
+ * External storage for a data converter: payloads of `thresholdBytes` or more go to `store`.
+ * Throws `INVALID_CONFIG` for a threshold that is not a whole number of 0 to `MAX_OFFLOAD_BYTES`.
+ */
 export function payloadStorage(store: SubagentPayloadStore, options: PayloadStorageOptions = {}): ExternalStorage {
-  return new ExternalStorage({
-    drivers: [new PayloadStoreDriver(store)],
-    payloadSizeThreshold: options.thresholdBytes ?? DEFAULT_OFFLOAD_BYTES,
-  });
+  const threshold = options.thresholdBytes ?? DEFAULT_OFFLOAD_BYTES;
+  if (!(Number.isSafeInteger(threshold) && threshold >= 0 && threshold <= MAX_OFFLOAD_BYTES)) {
+    throw new SubagentError(
+      `thresholdBytes must be a whole number of bytes from 0 to ${MAX_OFFLOAD_BYTES} (got ${threshold}): Temporal refuses a payload over 2 MiB that stays in the history`,
+      'INVALID_CONFIG',
+    );
+  }
+  return new ExternalStorage({ drivers: [new PayloadStoreDriver(store)], payloadSizeThreshold: threshold });
 }
 
 /** The store behind a data converter's external storage, when it is one of ours. */

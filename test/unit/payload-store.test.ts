@@ -47,6 +47,20 @@ describe('payloadStoreFromEnv', () => {
   });
 });
 
+it.each([
+  ['4 MiB, past the 2 MiB Temporal takes in the history', 4 * 1024 * 1024],
+  ['NaN', NaN],
+  ['-1', -1],
+])(
+  'refuses an offload threshold of %s with INVALID_CONFIG, from the environment and from payloadStorage',
+  (_case, bytes) => {
+    const refused = expect.objectContaining({ code: 'INVALID_CONFIG' });
+    expect(() => offloadThresholdFromEnv({ SUBAGENT_PAYLOAD_OFFLOAD_BYTES: String(bytes) })).toThrow(refused);
+    const store = new FilePayloadStore(mkdtempSync(join(tmpdir(), 'subagent-payloads-threshold-')));
+    expect(() => payloadStorage(store, { thresholdBytes: bytes })).toThrow(refused);
+  },
+);
+
 describe('the store driver', () => {
   const dir = mkdtempSync(join(tmpdir(), 'subagent-payloads-unit-'));
   const runner = new ExternalStorageRunner(payloadStorage(new FilePayloadStore(dir), { thresholdBytes: 1024 }));
