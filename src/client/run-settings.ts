@@ -35,7 +35,13 @@ export function resolveRunSettings(
   if (!(backoffCoefficient >= 1)) {
     invalidConfig(`retry.backoffCoefficient must be at least 1 (got ${backoffCoefficient})`);
   }
-  count(maximumAttempts, 'retry.maximumAttempts', 1);
+  // The server counts attempts in 32 bits: 2 ** 31 read as negative (it refused every workflow
+  // task of the run), 2 ** 32 as 0 (retry for ever).
+  count(maximumAttempts, 'retry.maximumAttempts', 1, MAX_INT32);
+  const nonRetryable: unknown = retry.nonRetryableErrorTypes ?? [];
+  if (!(Array.isArray(nonRetryable) && nonRetryable.every((type) => typeof type === 'string'))) {
+    invalidConfig(`retry.nonRetryableErrorTypes must be a list of error types (got ${JSON.stringify(nonRetryable)})`);
+  }
   const structuredNudgeRetries = count(merged.structuredNudgeRetries!, 'structuredNudgeRetries', 0);
   const maxStepsPerTurn = count(merged.maxStepsPerTurn!, 'maxStepsPerTurn', 1);
   const initialIntervalMs = duration(retry.initialInterval!, 'retry.initialInterval');
@@ -58,7 +64,7 @@ export function resolveRunSettings(
       maximumAttempts,
       // The types no retry can fix fail for good where they are thrown (activities/host.ts), so
       // no activity carries them in its retry policy.
-      nonRetryableErrorTypes: [...new Set(retry.nonRetryableErrorTypes ?? [])],
+      nonRetryableErrorTypes: [...new Set(nonRetryable as string[])],
     },
     structuredNudgeRetries,
     maxStepsPerTurn,
@@ -67,9 +73,11 @@ export function resolveRunSettings(
   };
 }
 
-function count(value: number, name: string, minimum: number): number {
-  if (!(Number.isSafeInteger(value) && value >= minimum)) {
-    invalidConfig(`${name} must be an integer of at least ${minimum} (got ${value})`);
+const MAX_INT32 = 2 ** 31 - 1;
+
+function count(value: number, name: string, minimum: number, maximum = Number.MAX_SAFE_INTEGER): number {
+  if (!(Number.isSafeInteger(value) && value >= minimum && value <= maximum)) {
+    invalidConfig(`${name} must be an integer from ${minimum} to ${maximum} (got ${value})`);
   }
   return value;
 }

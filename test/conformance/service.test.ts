@@ -112,6 +112,15 @@ describe('§7.1 registration', () => {
     ['an approval timeout of no time', { approvalTimeout: 0 }],
     ['an approval timeout that is no duration', { approvalTimeout: 'soon' as never }],
     ['a first retry interval longer than the longest (30 s by default)', { retry: { initialInterval: '1 minute' } }],
+    [
+      'maximumAttempts of 2 ** 31, past the 32-bit count the server takes (it read a negative number and refused every workflow task of the run)',
+      { retry: { maximumAttempts: 2 ** 31 } },
+    ],
+    [
+      'maximumAttempts of 2 ** 32 (it reached the server as 0: retry for ever)',
+      { retry: { maximumAttempts: 2 ** 32 } },
+    ],
+    ['nonRetryableErrorTypes that is not a list of names', { retry: { nonRetryableErrorTypes: 5 as never } }],
   ])('rejects run settings that cannot work (%s) with INVALID_CONFIG at registration', (_case, runSettings) => {
     const service = newService(runs.temporal);
     expect(() => service.registerProvider({ ...descriptor('bad'), runSettings })).toThrow(
