@@ -352,7 +352,7 @@ export class TemporalSubagentService {
 
 /**
  * Throws `INVALID_CONFIG` for a model endpoint that cannot work: a rate that is not a positive
- * number, or a `baseURL` that is not an http(s) URL (`localhost:8080/v1` has no scheme: each model
+ * number, a `maxTokens` or `maxContextChars` that is not a positive whole number, or a `baseURL` that is not an http(s) URL (`localhost:8080/v1` has no scheme: each model
  * call failed as "Connection error.", retried for minutes before the run ended `error`).
  */
 export function checkEndpoint(name: string, endpoint: Partial<SubagentAgentProvider['endpoint']> | undefined): void {
@@ -361,6 +361,18 @@ export function checkEndpoint(name: string, endpoint: Partial<SubagentAgentProvi
     if (value !== undefined && !(typeof value === 'number' && Number.isFinite(value) && value > 0)) {
       throw new SubagentError(
         `subagent provider "${name}": endpoint.${limit} must be a positive number (got ${value})`,
+        'INVALID_CONFIG',
+      );
+    }
+  }
+  // Counts, as endpointFromEnv reads them: a NaN maxContextChars left every tool result out of
+  // the conversation ("over the conversation's budget of NaN"), and a maxTokens of -1 or 1.5 was
+  // sent as max_tokens, which the endpoint refuses at every call.
+  for (const count of ['maxTokens', 'maxContextChars'] as const) {
+    const value = endpoint?.[count];
+    if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
+      throw new SubagentError(
+        `subagent provider "${name}": endpoint.${count} must be a positive whole number (got ${describeValue(value)})`,
         'INVALID_CONFIG',
       );
     }

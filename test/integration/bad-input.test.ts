@@ -481,3 +481,15 @@ it.each(['localhost:8080/v1', 'not a url', 'http://127.0.0.1:8080/v1 '])(
     });
   },
 );
+
+it.each([
+  ['maxContextChars is NaN (every tool result was left out of the conversation)', { maxContextChars: NaN }],
+  ['maxTokens is -1 (sent as max_tokens, which the endpoint refuses at every call)', { maxTokens: -1 }],
+  ['maxTokens is 1.5', { maxTokens: 1.5 }],
+])('refuses a model endpoint whose %s with INVALID_CONFIG: in the service and in a worker', async (_case, limits) => {
+  const endpoint = { baseURL: 'http://127.0.0.1:8080/v1', model: 'm', ...limits };
+  const provider = createSpawnProvider({ name: uniqueName('bad-limit'), tools: [], endpoint });
+  const refused = { code: 'INVALID_CONFIG', message: expect.stringContaining(`endpoint.${Object.keys(limits)[0]}`) };
+  expect(() => newService(runs.temporal).registerProvider(provider)).toThrow(expect.objectContaining(refused));
+  await expect(startWorker(runs.temporal, [provider])).rejects.toMatchObject(refused);
+});
