@@ -145,7 +145,9 @@ export function payloadStoreFromEnv(
   if (configured.startsWith('file:') && configured.length > 'file:'.length) {
     return new FilePayloadStore(configured.slice('file:'.length));
   }
-  if (/^postgres(ql)?:\/\//.test(configured)) return new PostgresPayloadStore(configured);
+  // A URL that does not parse (a port that is not a number) failed only at each blob's write or
+  // read, with a TypeError.
+  if (/^postgres(ql)?:\/\//.test(configured) && URL.canParse(configured)) return new PostgresPayloadStore(configured);
   throw new SubagentError(
     'SUBAGENT_PAYLOAD_STORE must be "file:<directory>", a PostgreSQL URL ("postgres://...") or "off"',
     'INVALID_CONFIG',

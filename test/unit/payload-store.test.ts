@@ -29,7 +29,7 @@ describe('payloadStoreFromEnv', () => {
     expect(payloadStoreFromEnv({ SUBAGENT_PAYLOAD_STORE: 'off' }, '/data/payloads')).toBeUndefined();
   });
 
-  it.each(['s3://bucket', 'file:', '/srv/payloads'])(
+  it.each(['s3://bucket', 'file:', '/srv/payloads', 'postgres://user:secret@db:notaport/temporal'])(
     'refuses SUBAGENT_PAYLOAD_STORE=%s with INVALID_CONFIG',
     (value) => {
       expect(() => payloadStoreFromEnv({ SUBAGENT_PAYLOAD_STORE: value })).toThrow(
