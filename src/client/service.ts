@@ -17,7 +17,14 @@ import {
   STATUS_ATTRIBUTE,
 } from '../../workflows/search-attributes';
 import type { subagentRunWorkflow } from '../../workflows/subagent-run';
-import { RUN_ID_PREFIX, defaultTaskQueue, isHttpUrl, modelTaskQueue, providerNameViolation } from '../seam/constants';
+import {
+  RUN_ID_PREFIX,
+  defaultTaskQueue,
+  isHttpUrl,
+  modelTaskQueue,
+  providerNameViolation,
+  taskQueueViolation,
+} from '../seam/constants';
 import { defaultPayloadLimit } from '../temporal/payload-store';
 import { SubagentError } from '../seam/errors';
 import { canonicalJson, describeValue } from '../seam/json';
@@ -115,6 +122,7 @@ export class TemporalSubagentService {
       throw new SubagentError(`a subagent provider named "${name}" is already registered`, 'DUPLICATE_PROVIDER');
     }
     const descriptor = provider as SubagentProviderDescriptor;
+    checkTaskQueue(name, descriptor.taskQueue);
     checkEndpoint(name, (descriptor as Partial<SubagentAgentProvider>).endpoint);
     const entry: RegisteredProvider = {
       descriptor,
@@ -348,6 +356,15 @@ export class TemporalSubagentService {
       emitEvents: false,
     }).run;
   }
+}
+
+/**
+ * Throws `INVALID_CONFIG` for a task queue given that cannot be one (`taskQueueViolation`): empty,
+ * not well-formed, or too long. The service started every run on it, and the server refused each.
+ */
+export function checkTaskQueue(name: string, taskQueue: unknown): void {
+  const violation = taskQueue === undefined ? undefined : taskQueueViolation(taskQueue);
+  if (violation) throw new SubagentError(`subagent provider "${name}": ${violation}`, 'INVALID_CONFIG');
 }
 
 /**

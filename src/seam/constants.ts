@@ -58,6 +58,23 @@ export function providerNameViolation(name: unknown): string | undefined {
  */
 export const MAX_APPROVAL_REASON_CHARS = 4096;
 
+/** The longest task queue a provider names, in UTF-8 bytes: the server's 1,000, less `.model`. */
+export const MAX_TASK_QUEUE_BYTES = MAX_WORKFLOW_ID_BYTES - '.model'.length;
+
+/**
+ * Why `queue` cannot be a provider's task queue; undefined if it can. The server refuses a start
+ * on a queue that is not well-formed or over its limit, so every run would fail to start.
+ */
+export function taskQueueViolation(queue: unknown): string | undefined {
+  if (typeof queue !== 'string' || queue === '') return 'a task queue must be a non-empty string';
+  if (!queue.isWellFormed()) return `the task queue ${JSON.stringify(queue)} is not well-formed text`;
+  const bytes = utf8Length(queue);
+  if (bytes > MAX_TASK_QUEUE_BYTES) {
+    return `the task queue "${queue.slice(0, 40)}…" is ${bytes} bytes, over ${MAX_TASK_QUEUE_BYTES}`;
+  }
+  return undefined;
+}
+
 /** Temporal refuses payloads over 2 MiB; stay under it with room for the envelope. */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 2 * 1024 * 1024 - 64 * 1024;
 

@@ -20,7 +20,7 @@ import {
   tokenLimiterId,
 } from '../../workflows/definitions';
 import { GENERATION, GENERATION_DECLARATION } from '../../workflows/patches';
-import { TemporalSubagentService, checkEndpoint } from '../client/service';
+import { TemporalSubagentService, checkEndpoint, checkTaskQueue } from '../client/service';
 import { sendAgainIfDropped } from '../client/temporal-errors';
 import { budgetOf } from '../client/validate';
 import { narrowBudget } from '../seam/budget';
@@ -133,6 +133,7 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
     if (providers.has(provider.name)) {
       throw new SubagentError(`two hosted providers are named "${provider.name}"`, 'INVALID_CONFIG');
     }
+    checkTaskQueue(provider.name, provider.taskQueue);
     if (provider.driver === 'agent-loop') checkEndpoint(provider.name, provider.endpoint);
     const clash =
       provider.driver === 'agent-loop' && provider.tools.find((tool) => RESERVED_ACTIVITY_NAMES.includes(tool.name));

@@ -493,3 +493,18 @@ it.each([
   expect(() => newService(runs.temporal).registerProvider(provider)).toThrow(expect.objectContaining(refused));
   await expect(startWorker(runs.temporal, [provider])).rejects.toMatchObject(refused);
 });
+
+it.each([
+  ['empty', ''],
+  ['not well-formed text (a lone surrogate)', 'queue-\ud800'],
+  ['over 994 bytes', 'q'.repeat(995)],
+])(
+  'refuses a provider task queue that is %s with INVALID_CONFIG: in the service and in a worker (every start was refused by the server, UNAVAILABLE)',
+  async (_case, taskQueue) => {
+    const provider = createScriptedProvider({ name: uniqueName('bad-queue'), taskQueue });
+    expect(() => newService(runs.temporal).registerProvider(provider)).toThrow(
+      expect.objectContaining({ code: 'INVALID_CONFIG' }),
+    );
+    await expect(startWorker(runs.temporal, [provider])).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+  },
+);
