@@ -3,6 +3,7 @@
 import { Client, Connection } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { resolve } from 'node:path';
+import { SubagentError } from '../seam/errors';
 import { clientFromEnv, connectionOptionsOf, temporalSettingsFromEnv, unreachable } from '../temporal/config';
 
 /** Where `subagents dev` serves, and where a client looks when no server is configured. */
@@ -18,6 +19,9 @@ export interface SubagentClientConnection {
   close(): Promise<void>;
 }
 
+/** The longest connect timeout taken: as long as a Node timer holds (about 24.8 days). */
+const MAX_CONNECT_TIMEOUT_MS = 2 ** 31 - 1;
+
 export interface ConnectClientOptions {
   env?: NodeJS.ProcessEnv;
   /** How long to wait for the server to answer; default 10 s. */
@@ -27,16 +31,29 @@ export interface ConnectClientOptions {
 /**
  * Connects a client to the configured server (see `temporalSettingsFromEnv`), or to
  * 127.0.0.1:7233 when none is. Rejects with `UNAVAILABLE` when the server does not answer in
- * time, `INVALID_CONFIG` for a configuration that cannot work. The caller must `close()`.
+ * time, `INVALID_CONFIG` for a configuration that cannot work (a `connectTimeoutMs` that is not a
+ * whole number of ms from 1 to 2,147,483,647 among it). The caller must `close()`.
  */
 export async function connectClient(options: ConnectClientOptions = {}): Promise<SubagentClientConnection> {
+  const { connectTimeoutMs } = options;
+  // NaN, 0, a negative or a huge timeout failed at once, as a server that cannot be reached;
+  // Infinity waited for ever.
+  if (
+    connectTimeoutMs !== undefined &&
+    !(Number.isSafeInteger(connectTimeoutMs) && connectTimeoutMs >= 1 && connectTimeoutMs <= MAX_CONNECT_TIMEOUT_MS)
+  ) {
+    throw new SubagentError(
+      `connectTimeoutMs must be a whole number of milliseconds from 1 to ${MAX_CONNECT_TIMEOUT_MS} (got ${connectTimeoutMs})`,
+      'INVALID_CONFIG',
+    );
+  }
   const configured = temporalSettingsFromEnv(options.env);
   const settings = configured ?? { address: DEFAULT_TEMPORAL_ADDRESS, namespace: 'default' };
   let connection: Connection;
   try {
     connection = await Connection.connect({
       ...connectionOptionsOf(settings),
-      ...(options.connectTimeoutMs === undefined ? {} : { connectTimeout: options.connectTimeoutMs }),
+      ...(connectTimeoutMs === undefined ? {} : { connectTimeout: connectTimeoutMs }),
     });
   } catch (err) {
     throw unreachable(settings.address, err);

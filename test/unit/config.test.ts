@@ -113,6 +113,15 @@ describe('connectClient', () => {
       message: expect.stringContaining('cannot reach the Temporal server at 127.0.0.1:1'),
     });
   });
+
+  it.each([NaN, 0, -1, 1e300, Infinity])(
+    'refuses a connectTimeoutMs of %p with INVALID_CONFIG before connecting (it failed at once as UNAVAILABLE, "cannot reach the Temporal server", or waited for ever)',
+    async (connectTimeoutMs) => {
+      await expect(connectClient({ env: { TEMPORAL_ADDRESS: '127.0.0.1:1' }, connectTimeoutMs })).rejects.toMatchObject(
+        { code: 'INVALID_CONFIG', message: expect.stringContaining('connectTimeoutMs') },
+      );
+    },
+  );
 });
 
 describe('workerCachedRunsFromEnv', () => {
