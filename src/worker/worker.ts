@@ -328,7 +328,8 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
- * Throws `INVALID_CONFIG`, naming the option, for a number of the worker's own that cannot work.
+ * Throws `INVALID_CONFIG`, naming the option, for a number of the worker's own that cannot work,
+ * or an identity the server refuses.
  * Each became a timer or a limit that fails quietly: a NaN, Infinity or over-long interval is a
  * Node timer of 1 ms (a payload sweep 30 days apart ran about 900 times a second, and a NaN text
  * batch a signal, a history event, per millisecond), a NaN cache size never evicts, and a NaN or
@@ -362,7 +363,21 @@ function checkWorkerNumbers(options: SubagentWorkerOptions): void {
   if (options.modelPrices !== undefined) checkModelPrices(options.modelPrices, 'modelPrices');
   check('contextCacheSize', options.contextCacheSize, 0, Number.MAX_SAFE_INTEGER, 'a whole number of runs, 0 or more');
   check('maxPayloadBytes', options.maxPayloadBytes, 1, Number.MAX_SAFE_INTEGER, 'a whole number of bytes, 1 or more');
+  // The server refuses a longer identity only when the worker completes a task ("Identity length
+  // exceeds limit"): the worker polled, took every run's first task and finished none, saying so
+  // only in a log line of the SDK's core.
+  const identity = options.identity ?? options.workerOptions?.identity;
+  if (identity !== undefined && !(typeof identity === 'string' && Buffer.byteLength(identity) <= MAX_IDENTITY_BYTES)) {
+    const got = typeof identity === 'string' ? `${Buffer.byteLength(identity)} bytes` : describeValue(identity);
+    throw new SubagentError(
+      `identity must be a string of at most ${MAX_IDENTITY_BYTES} bytes (got ${got})`,
+      'INVALID_CONFIG',
+    );
+  }
 }
+
+/** The longest worker identity the server takes, in UTF-8 bytes. */
+const MAX_IDENTITY_BYTES = 1000;
 
 /**
  * The sinks the run workflow calls (SubagentSinks): the user messages it appends go into the

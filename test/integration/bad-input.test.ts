@@ -438,6 +438,10 @@ it.each([
   ],
   ['maxPayloadBytes of 0', { maxPayloadBytes: 0 }],
   [
+    'an identity of 1,001 bytes (the server refused every task it completed, and runs waited for ever)',
+    { identity: 'i'.repeat(1001) },
+  ],
+  [
     'a model price of -1 (it took spend back from the budget)',
     { modelPrices: { m: { inputPerMillionTokens: -1, outputPerMillionTokens: 1 } } },
   ],
