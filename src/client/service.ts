@@ -369,8 +369,9 @@ export function checkTaskQueue(name: string, taskQueue: unknown): void {
 
 /**
  * Throws `INVALID_CONFIG` for a model endpoint that cannot work: a rate that is not a positive
- * number, a `maxTokens` or `maxContextChars` that is not a positive whole number, or a `baseURL` that is not an http(s) URL (`localhost:8080/v1` has no scheme: each model
- * call failed as "Connection error.", retried for minutes before the run ended `error`).
+ * number, a `maxTokens` or `maxContextChars` that is not a positive whole number, or a `baseURL`
+ * that is not an http(s) URL (`localhost:8080/v1` has no scheme: each model call failed as
+ * "Connection error.", retried for minutes before the run ended `error`).
  */
 export function checkEndpoint(name: string, endpoint: Partial<SubagentAgentProvider['endpoint']> | undefined): void {
   for (const limit of ['requestsPerMinute', 'tokensPerMinute', 'tokenBurst'] as const) {
