@@ -20,11 +20,12 @@ import {
   tokenLimiterId,
 } from '../../workflows/definitions';
 import { GENERATION, GENERATION_DECLARATION } from '../../workflows/patches';
+import { resolveRunSettings } from '../client/run-settings';
 import { TemporalSubagentService, checkEndpoint, checkTaskQueue } from '../client/service';
 import { sendAgainIfDropped } from '../client/temporal-errors';
 import { budgetOf } from '../client/validate';
 import { narrowBudget } from '../seam/budget';
-import { defaultTaskQueue, modelTaskQueue, providerNameViolation } from '../seam/constants';
+import { DEFAULT_MAX_PAYLOAD_BYTES, defaultTaskQueue, modelTaskQueue, providerNameViolation } from '../seam/constants';
 import { defaultPayloadLimit, payloadStoreOf, sweepPayloads } from '../temporal/payload-store';
 import type { SubagentDelegate } from '../seam/delegation';
 import { SubagentDepthError, SubagentError } from '../seam/errors';
@@ -92,6 +93,7 @@ export interface SubagentWorker {
 }
 
 const STICKY_QUEUE_TIMEOUT_MS = 1000;
+const DEFAULT_HEARTBEAT_INTERVAL_MS = 1000;
 const PAYLOAD_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 
 const bundles = new Map<boolean, ReturnType<typeof bundleWorkflowCode>>();
@@ -166,6 +168,19 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
   }
   if (providers.size === 0) throw new SubagentError('a subagent worker needs at least one provider', 'INVALID_CONFIG');
   checkWorkerNumbers(options);
+  // A turn heartbeats each `heartbeatIntervalMs`: at or past a provider's heartbeat timeout,
+  // every turn longer than that timed out and was retried until its run ended `error`. Checked
+  // against the provider's own settings; a caller's service-wide ones are its own to match.
+  const heartbeatIntervalMs = options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS;
+  for (const provider of providers.values()) {
+    const { turnHeartbeatMs } = resolveRunSettings(DEFAULT_MAX_PAYLOAD_BYTES, provider.runSettings);
+    if (heartbeatIntervalMs >= turnHeartbeatMs) {
+      throw new SubagentError(
+        `heartbeatIntervalMs (${heartbeatIntervalMs}) must be shorter than the heartbeatTimeout of provider "${provider.name}" (${turnHeartbeatMs} ms): every longer turn would time out`,
+        'INVALID_CONFIG',
+      );
+    }
+  }
 
   const namespace = options.namespace ?? 'default';
   const client = new Client({
@@ -239,7 +254,7 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
     options.workflowBundle ?? (await bundleSubagentWorkflows({ tracing: options.tracing !== undefined }));
   const buildId = buildIdOf(workflowBundle);
   const taskQueues = [...new Set([...providers.values()].map((p) => p.taskQueue ?? defaultTaskQueue(p.name)))];
-  const heartbeatThrottle = options.heartbeatIntervalMs ?? 1000;
+  const heartbeatThrottle = heartbeatIntervalMs;
   const tracing = options.tracing ? tracingWorkerOptions(options.tracing) : {};
   const workers = await Promise.all(
     taskQueues.map((taskQueue) =>

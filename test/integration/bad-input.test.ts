@@ -425,6 +425,10 @@ it.each([
   ['payloadSweepIntervalMs of NaN (swept every millisecond)', { payloadSweepIntervalMs: NaN }],
   ['heartbeatIntervalMs of Infinity (heartbeats every millisecond)', { heartbeatIntervalMs: Infinity }],
   ['heartbeatIntervalMs of 0', { heartbeatIntervalMs: 0 }],
+  [
+    "heartbeatIntervalMs of 10 s, the provider's heartbeatTimeout (every turn longer than it timed out, until its run ended error)",
+    { heartbeatIntervalMs: 10_000 },
+  ],
   ['cancelGraceMs of -1', { cancelGraceMs: -1 }],
   [
     'textBatches.firstMs of NaN (a batch, a history event, every millisecond)',
