@@ -10,7 +10,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time';
 import OpenAI from 'openai';
 import { requestedModel } from '../src/seam/delegation';
-import { payloadBytes } from '../src/seam/constants';
+import { MAX_TIMER_MS, payloadBytes } from '../src/seam/constants';
 import type { SubagentAgentProvider } from '../src/seam/provider';
 import { type SubagentTool, type SubagentToolContext, type ToolCallOutcome, toolError } from '../src/seam/tool';
 import { type ActivityHost, newEntryId, runOf } from './host';
@@ -201,8 +201,6 @@ const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
 /** The shortest wait after a 429, whatever its Retry-After says (as when it sends none). */
 const MIN_RATE_LIMIT_WAIT_MS = 1000;
-/** The longest a Node timer waits: a longer one fires at once. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** The longest interval of the current attempt's retry policy, if the server sent one. */
 function maxRetryInterval(): number | undefined {

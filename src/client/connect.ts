@@ -3,6 +3,7 @@
 import { Client, Connection } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { resolve } from 'node:path';
+import { MAX_TIMER_MS, isWholeNumber } from '../seam/constants';
 import { SubagentError } from '../seam/errors';
 import { clientFromEnv, connectionOptionsOf, temporalSettingsFromEnv, unreachable } from '../temporal/config';
 
@@ -18,9 +19,6 @@ export interface SubagentClientConnection {
   readonly dataConverter?: DataConverter;
   close(): Promise<void>;
 }
-
-/** The longest connect timeout taken: as long as a Node timer holds (about 24.8 days). */
-const MAX_CONNECT_TIMEOUT_MS = 2 ** 31 - 1;
 
 export interface ConnectClientOptions {
   env?: NodeJS.ProcessEnv;
@@ -38,12 +36,9 @@ export async function connectClient(options: ConnectClientOptions = {}): Promise
   const { connectTimeoutMs } = options;
   // NaN, 0, a negative or a huge timeout failed at once, as a server that cannot be reached;
   // Infinity waited for ever.
-  if (
-    connectTimeoutMs !== undefined &&
-    !(Number.isSafeInteger(connectTimeoutMs) && connectTimeoutMs >= 1 && connectTimeoutMs <= MAX_CONNECT_TIMEOUT_MS)
-  ) {
+  if (connectTimeoutMs !== undefined && !isWholeNumber(connectTimeoutMs, 1, MAX_TIMER_MS)) {
     throw new SubagentError(
-      `connectTimeoutMs must be a whole number of milliseconds from 1 to ${MAX_CONNECT_TIMEOUT_MS} (got ${connectTimeoutMs})`,
+      `connectTimeoutMs must be a whole number of milliseconds from 1 to ${MAX_TIMER_MS} (got ${connectTimeoutMs})`,
       'INVALID_CONFIG',
     );
   }

@@ -18,9 +18,11 @@ import {
 } from '../../workflows/search-attributes';
 import type { subagentRunWorkflow } from '../../workflows/subagent-run';
 import {
+  MAX_TIMER_MS,
   RUN_ID_PREFIX,
   defaultTaskQueue,
   isHttpUrl,
+  isWholeNumber,
   modelTaskQueue,
   providerNameViolation,
   taskQueueViolation,
@@ -404,9 +406,6 @@ export function checkEndpoint(name: string, endpoint: Partial<SubagentAgentProvi
   }
 }
 
-/** The longest gRPC deadline the service sets, as long as a Node timer holds (about 24.8 days). */
-const MAX_START_TIMEOUT_MS = 2 ** 31 - 1;
-
 /**
  * Throws `INVALID_CONFIG`, naming the option, for a number that cannot work. Each failed only
  * later: a `startTimeoutMs` of Infinity (or 1e300) panicked the native client's gRPC thread and
@@ -417,16 +416,15 @@ function checkServiceNumbers(options: TemporalSubagentServiceOptions): void {
   const refuse = (name: string, what: string, value: unknown): never => {
     throw new SubagentError(`${name} must be ${what} (got ${describeValue(value)})`, 'INVALID_CONFIG');
   };
-  const whole = (value: unknown, minimum: number, maximum: number) =>
-    typeof value === 'number' && Number.isSafeInteger(value) && value >= minimum && value <= maximum;
   const { startTimeoutMs, reconnectWindowMs, maxPayloadBytes } = options;
-  if (startTimeoutMs !== undefined && !whole(startTimeoutMs, 1, MAX_START_TIMEOUT_MS)) {
-    refuse('startTimeoutMs', `a whole number of milliseconds from 1 to ${MAX_START_TIMEOUT_MS}`, startTimeoutMs);
+  // The longest gRPC deadline the service sets is as long as a Node timer holds (about 24.8 days).
+  if (startTimeoutMs !== undefined && !isWholeNumber(startTimeoutMs, 1, MAX_TIMER_MS)) {
+    refuse('startTimeoutMs', `a whole number of milliseconds from 1 to ${MAX_TIMER_MS}`, startTimeoutMs);
   }
   if (reconnectWindowMs !== undefined && !(typeof reconnectWindowMs === 'number' && reconnectWindowMs >= 0)) {
     refuse('reconnectWindowMs', 'a number of milliseconds, 0 or more (Infinity: for ever)', reconnectWindowMs);
   }
-  if (maxPayloadBytes !== undefined && !whole(maxPayloadBytes, 1, Number.MAX_SAFE_INTEGER)) {
+  if (maxPayloadBytes !== undefined && !isWholeNumber(maxPayloadBytes, 1)) {
     refuse('maxPayloadBytes', 'a whole number of bytes, 1 or more', maxPayloadBytes);
   }
 }

@@ -9,7 +9,7 @@ import { stat } from 'node:fs/promises';
 import { isAbsolute, relative } from 'node:path';
 import { Readable, Transform, Writable } from 'node:stream';
 import type * as Acp from '@agentclientprotocol/sdk';
-import { DEFAULT_MAX_PAYLOAD_BYTES } from '../seam/constants';
+import { DEFAULT_MAX_PAYLOAD_BYTES, MAX_TIMER_MS, isWholeNumber } from '../seam/constants';
 import { SubagentError } from '../seam/errors';
 import { describeValue } from '../seam/json';
 import type { ContentBlock } from '../seam/content';
@@ -151,9 +151,6 @@ export function createAcpProvider(options: AcpProviderOptions): SubagentTurnProv
   };
 }
 
-/** The longest a Node timer waits: a longer one (or NaN, or Infinity) fires after 1 ms. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
 /**
  * Throws `INVALID_CONFIG`, naming the option, for options that cannot work: each failed only at a
  * turn, or quietly (a NaN `maxWriteBytes` or `maxPermissionRequests` bounded nothing, a NaN
@@ -172,10 +169,7 @@ function checkOptions(options: AcpProviderOptions): void {
   }
   const whole = (name: keyof AcpProviderOptions, minimum: number, maximum = Number.MAX_SAFE_INTEGER) => {
     const value = options[name];
-    if (
-      value !== undefined &&
-      !(Number.isSafeInteger(value) && (value as number) >= minimum && (value as number) <= maximum)
-    ) {
+    if (value !== undefined && !isWholeNumber(value, minimum, maximum)) {
       refuse(`${name} must be a whole number from ${minimum} to ${maximum} (got ${describeValue(value)})`);
     }
   };

@@ -75,6 +75,14 @@ export function taskQueueViolation(queue: unknown): string | undefined {
   return undefined;
 }
 
+/** The longest a Node timer waits: a longer delay (or NaN, or Infinity) fires after 1 ms. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Whether `value` is a whole number from `minimum` to `maximum`: a count, a size, a time in ms. */
+export function isWholeNumber(value: unknown, minimum: number, maximum = Number.MAX_SAFE_INTEGER): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= minimum && value <= maximum;
+}
+
 /** Temporal refuses payloads over 2 MiB; stay under it with room for the envelope. */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 2 * 1024 * 1024 - 64 * 1024;
 

@@ -25,7 +25,14 @@ import { TemporalSubagentService, checkEndpoint, checkTaskQueue } from '../clien
 import { sendAgainIfDropped } from '../client/temporal-errors';
 import { budgetOf } from '../client/validate';
 import { narrowBudget } from '../seam/budget';
-import { DEFAULT_MAX_PAYLOAD_BYTES, defaultTaskQueue, modelTaskQueue, providerNameViolation } from '../seam/constants';
+import {
+  DEFAULT_MAX_PAYLOAD_BYTES,
+  MAX_TIMER_MS,
+  defaultTaskQueue,
+  isWholeNumber,
+  modelTaskQueue,
+  providerNameViolation,
+} from '../seam/constants';
 import { defaultPayloadLimit, payloadStoreOf, sweepPayloads } from '../temporal/payload-store';
 import type { SubagentDelegate } from '../seam/delegation';
 import { SubagentDepthError, SubagentError } from '../seam/errors';
@@ -339,9 +346,6 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
   };
 }
 
-/** The longest delay a Node timer holds; a longer one (or NaN, or Infinity) fires after 1 ms. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
 /**
  * Throws `INVALID_CONFIG`, naming the option, for a number of the worker's own that cannot work,
  * or an identity the server refuses.
@@ -353,7 +357,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 function checkWorkerNumbers(options: SubagentWorkerOptions): void {
   const check = (name: string, value: unknown, minimum: number, maximum: number, what: string) => {
     if (value === undefined) return;
-    if (!(typeof value === 'number' && Number.isSafeInteger(value) && value >= minimum && value <= maximum)) {
+    if (!isWholeNumber(value, minimum, maximum)) {
       throw new SubagentError(`${name} must be ${what} (got ${describeValue(value)})`, 'INVALID_CONFIG');
     }
   };
