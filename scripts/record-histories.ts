@@ -22,7 +22,9 @@
 // is parked too: it closes only once the server has its cancel to the nested run (the server drops
 // a cancel whose sender has closed); v15 (`v15 unnameable-parent unnameable-child`) what a raw
 // client may send and ours refuses: a run whose parent's id has a lone surrogate fails at once, and
-// a parked run ignores a `childStarted` signal naming such an id, then is disposed.
+// a parked run ignores a `childStarted` signal naming such an id, then is disposed; v16 (`v16
+// malformed-message`) a parked run drops a `sendMessage` signal whose content is not content, then
+// is disposed.
 // The token limiter's workflow has versions of its own: v1 (`v1 limiter-continued limiter-ended`,
 // files `token-limiter-v1-*.json`) reservations that wait, a charge, a continue-as-new, and the end.
 import { createHash } from 'node:crypto';
@@ -53,6 +55,7 @@ import {
   SUBAGENT_RUN_WORKFLOW,
   type SubagentRunInput,
   childStartedSignal,
+  sendMessageSignal,
   statusQuery,
   tokenLimiterId,
 } from '../workflows/definitions';
@@ -283,6 +286,12 @@ async function main(): Promise<void> {
       .getHandle(unnameableChild.id)
       .signal(childStartedSignal, { runId: 'subagent-x:\ud800' });
     await unnameableChild.dispose();
+    const malformedMessage = service.start('scripted', { prompt: text('park'), parent: { id: 'recorder' } });
+    await malformedMessage.result;
+    await temporal.client.workflow
+      .getHandle(malformedMessage.id)
+      .signal(sendMessageSignal, { content: 'not content' } as never);
+    await malformedMessage.dispose();
 
     // An endpoint's token limiter: calls that wait for the bucket, one whose usage is over its
     // estimate (charged the rest), a continue-as-new, and the end once the bucket is full again.
@@ -340,6 +349,7 @@ async function main(): Promise<void> {
       ['parked-nested-child', parkedChild!, undefined],
       ['unnameable-parent', unnameableParent.workflowId, undefined],
       ['unnameable-child', unnameableChild.id, undefined],
+      ['malformed-message', malformedMessage.id, undefined],
       // The token limiter's recordings are versioned on their own (`v1 limiter-continued limiter-ended`).
       ['limiter-continued', limiter, limiterRuns[0], 'token-limiter'],
       ['limiter-ended', limiter, limiterRuns.at(-1), 'token-limiter'],

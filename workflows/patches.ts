@@ -61,6 +61,13 @@ export const NESTED_CANCELS_DELIVERED_PATCH = 'nested-cancels-delivered';
  */
 export const UNNAMEABLE_IDS_PATCH = 'unnameable-ids-refused';
 
+/**
+ * A `sendMessage` signal whose content is not content (a raw client's: ours checks it) is dropped,
+ * counted in `droppedMessages`. Before, it became a turn's input, and the turn failed on every
+ * attempt. Asked with `patched()` itself, and only by runs that get one.
+ */
+export const MALFORMED_MESSAGES_PATCH = 'malformed-messages-dropped';
+
 /** Patch: every patch of `PATCHES` at once, with one marker (the first generation). */
 const GENERATION_2026_12 = 'patches-2026-12';
 

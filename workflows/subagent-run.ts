@@ -22,7 +22,7 @@ import {
 } from '@temporalio/workflow';
 import { budgetStop, remainingBudget } from '../src/seam/budget';
 import { MAX_WORKFLOW_ID_BYTES, isWorkflowId, payloadBytes, payloadLimitViolation } from '../src/seam/constants';
-import type { ContentBlock } from '../src/seam/content';
+import { type ContentBlock, contentViolation } from '../src/seam/content';
 import type { SubagentResult, SubagentTurnResult } from '../src/seam/result';
 import {
   DISPOSED_BEFORE_BEGINNING,
@@ -59,6 +59,7 @@ import {
   CHILD_SETTLED_PATCH,
   NESTED_CANCELS_DELIVERED_PATCH,
   PATCHES,
+  MALFORMED_MESSAGES_PATCH,
   UNNAMEABLE_IDS_PATCH,
   runPaths,
 } from './patches';
@@ -129,7 +130,13 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     input.modelTaskQueue,
   );
 
-  setHandler(sendMessageSignal, ({ content, id }) => {
+  setHandler(sendMessageSignal, (args) => {
+    // A raw client's message that is not content (ours checks it) failed the turn on every attempt.
+    if (contentViolation(args?.content, 'content') !== undefined && patched(MALFORMED_MESSAGES_PATCH)) {
+      droppedMessages++;
+      return;
+    }
+    const { content, id } = args;
     // A sender retries a signal whose response it lost: the same id is the same message.
     // (Histories from before ids carry none, and take the branch below as they did.)
     if (id !== undefined) {
@@ -141,7 +148,8 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     else droppedMessages++;
   });
 
-  setHandler(childStartedSignal, ({ runId }) => {
+  setHandler(childStartedSignal, (args) => {
+    const runId = args?.runId;
     // An id no command could carry names no run of ours: cancelling it would stop the worker.
     if (!isWorkflowId(runId) && patched(UNNAMEABLE_IDS_PATCH)) return;
     children.add(runId);
@@ -188,6 +196,11 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
       validator: (args) => {
         if (beganThisSegment(args)) return;
         const { fromSegment, content } = args;
+        // A validator runs as the update arrives, never in replay: what it refuses never reaches history.
+        const malformed = contentViolation(content, 'content');
+        if (malformed) {
+          throw ApplicationFailure.nonRetryable(`cannot resume run ${state.runId}: ${malformed}`, 'INVALID_REQUEST');
+        }
         const refusal = resumeRefusal(fromSegment);
         if (refusal) {
           throw ApplicationFailure.nonRetryable(`cannot resume run ${state.runId}: ${refusal}`, 'NOT_RESUMABLE');

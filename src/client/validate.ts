@@ -1,7 +1,7 @@
 // Validation and resolution of what callers pass in, before anything durable exists. Every
 // malformed field is a synchronous `SubagentError('INVALID_REQUEST')` naming the field.
 import { MAX_WORKFLOW_ID_BYTES, isWorkflowId, payloadLimitViolation } from '../seam/constants';
-import type { ContentBlock, JsonObject } from '../seam/content';
+import { type ContentBlock, type JsonObject, contentViolation } from '../seam/content';
 import { SubagentDepthError, SubagentError } from '../seam/errors';
 import { describeValue, isPlainObject, jsonCopy, jsonViolation, omitUndefined } from '../seam/json';
 import type {
@@ -113,8 +113,8 @@ export function budgetOf(value: unknown): ResolvedSubagentBudget {
 
 /** Checks message or resume content: a non-empty array of content blocks, plain JSON. */
 export function contentBlocks(value: unknown, path: string): ContentBlock[] {
-  if (!Array.isArray(value) || value.length === 0) invalid(`${path} must be a non-empty array of content blocks`);
-  value.forEach((block, index) => checkBlock(block, `${path}[${index}]`));
+  const violation = contentViolation(value, path);
+  if (violation) invalid(violation);
   return jsonCopy(value as ContentBlock[]);
 }
 
@@ -137,28 +137,6 @@ export function readCallerInput<T>(what: string, read: () => T): T {
 export function assertPayloadWithin(value: unknown, limit: number, what: string): void {
   const violation = payloadLimitViolation(value, limit, what);
   if (violation) throw new SubagentError(violation, 'PAYLOAD_TOO_LARGE');
-}
-
-function checkBlock(block: unknown, path: string): void {
-  if (!isPlainObject(block) || typeof block.type !== 'string') {
-    invalid(`${path} must be a content block object with a string "type"`);
-  }
-  const strings: Record<string, string[]> = {
-    text: ['text'],
-    reasoning: ['text'],
-    'tool-call': ['id', 'name', 'arguments'],
-    'tool-result': ['toolCallId'],
-  };
-  for (const key of strings[block.type] ?? []) {
-    if (typeof block[key] !== 'string') invalid(`${path}.${key} must be a string (a "${block.type}" block)`);
-  }
-  if (block.type === 'tool-result') {
-    if (!Array.isArray(block.content)) invalid(`${path}.content must be an array of content blocks`);
-    block.content.forEach((inner, index) => checkBlock(inner, `${path}.content[${index}]`));
-    if (block.isError !== undefined && typeof block.isError !== 'boolean') invalid(`${path}.isError must be a boolean`);
-  }
-  const notJson = jsonViolation(block, path);
-  if (notJson) invalid(notJson);
 }
 
 /**

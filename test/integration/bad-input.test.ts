@@ -9,6 +9,8 @@ import {
   SUBAGENT_RUN_WORKFLOW,
   type SubagentRunInput,
   childStartedSignal,
+  resumeUpdate,
+  sendMessageSignal,
   statusQuery,
 } from '../../workflows/definitions';
 import { eventually, newService, startWorker, testRuns, text, uniqueName } from '../helpers/temporal';
@@ -407,6 +409,34 @@ describe('a raw Temporal client (ours refuses these at start)', () => {
       cause: { type: 'INVALID_REQUEST', message: expect.stringContaining(says) },
     });
     await workerStillRuns();
+  });
+
+  it('drops a sendMessage signal whose content is not content (a string, null, no arguments at all), counting it, and the resumed turn runs (it failed on every attempt)', async () => {
+    const { run } = await parkedRunAndInput();
+    const raw = runs.temporal.client.workflow.getHandle(run.id);
+    await raw.signal(sendMessageSignal, { content: 'hello' } as never);
+    await raw.signal(sendMessageSignal, { content: null } as never);
+    await raw.signal('sendMessage');
+    await eventually(async () => ((await runs.status(run.id)).droppedMessages === 3 ? true : undefined));
+    const resumed = run.resume!(text('go on'));
+    expect(await resumed.result).toMatchObject({ stopReason: 'completed' });
+    const history = await raw.fetchHistory();
+    expect(history.events!.filter((event) => event.workflowTaskFailedEventAttributes)).toEqual([]);
+    await resumed.dispose();
+  });
+
+  it('refuses a resume whose content is not content with INVALID_REQUEST, and the run stays parked', async () => {
+    const { run } = await parkedRunAndInput();
+    const raw = runs.temporal.client.workflow.getHandle(run.id);
+    for (const content of ['hello', null, []]) {
+      await expect(
+        raw.executeUpdate(resumeUpdate, { args: [{ fromSegment: 0, content } as never] }),
+      ).rejects.toMatchObject({
+        cause: { type: 'INVALID_REQUEST', message: expect.stringContaining('content must be') },
+      });
+    }
+    expect(await runs.status(run.id)).toMatchObject({ phase: 'parked', segment: 0 });
+    await run.dispose();
   });
 
   it('ignores a childStarted signal naming a run with a lone surrogate, so disposing of the run cancels no such child, and the worker runs on', async () => {
