@@ -2,6 +2,7 @@
 // command (the worker entry point, the CLI): spawn, fork, scripted, acp.
 import { SubagentError } from '../seam/errors';
 import type { SubagentHostedProvider } from '../seam/provider';
+import { envFlag } from '../temporal/env';
 import { createScriptedProvider } from './scripted';
 import { createAcpProvider } from './acp';
 import { createForkProvider, createSpawnProvider } from './llm';
@@ -15,7 +16,7 @@ const BUILTIN: Record<string, (env: NodeJS.ProcessEnv) => SubagentHostedProvider
     if (!command) {
       throw new SubagentError('the acp provider needs SUBAGENT_ACP_COMMAND, its command line', 'INVALID_CONFIG');
     }
-    return createAcpProvider({ command, args, resumable: env.SUBAGENT_ACP_RESUMABLE === 'true' });
+    return createAcpProvider({ command, args, resumable: envFlag(env, 'SUBAGENT_ACP_RESUMABLE') });
   },
 };
 

@@ -7,6 +7,7 @@ import { isHttpUrl } from '../seam/constants';
 import { SubagentError } from '../seam/errors';
 import type { SubagentTool } from '../seam/tool';
 import { builtinFileTools } from '../tools';
+import { envFlag } from '../temporal/env';
 
 export interface LlmProviderOptions {
   /** Default `spawn` / `fork`. */
@@ -46,10 +47,7 @@ export function endpointFromEnv(env: NodeJS.ProcessEnv = process.env): SubagentM
     tokensPerMinute: whole('SUBAGENT_MODEL_TOKENS_PER_MINUTE'),
     tokenBurst: whole('SUBAGENT_MODEL_TOKEN_BURST'),
   };
-  const stream = env.SUBAGENT_MODEL_STREAM?.trim();
-  if (stream && stream !== 'true' && stream !== 'false') {
-    throw new SubagentError(`SUBAGENT_MODEL_STREAM must be true or false (got "${stream}")`, 'INVALID_CONFIG');
-  }
+  const stream = envFlag(env, 'SUBAGENT_MODEL_STREAM', true);
   // Trimmed: a base URL with a space at its end asked for `/v1%20/chat/completions` (a 404 at
   // every call), and a model name with one names another model.
   const baseURL = env.OPENAI_BASE_URL?.trim();
@@ -63,7 +61,7 @@ export function endpointFromEnv(env: NodeJS.ProcessEnv = process.env): SubagentM
   const model = env.SUBAGENT_MODEL?.trim();
   return {
     ...(baseURL ? { baseURL } : {}),
-    ...(stream === 'false' ? { stream: false } : {}),
+    ...(stream ? {} : { stream: false }),
     ...(apiKey ? { apiKey } : {}),
     ...(model ? { model } : {}),
     ...Object.fromEntries(Object.entries(limits).filter(([, value]) => value !== undefined)),

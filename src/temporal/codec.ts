@@ -5,6 +5,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { SubagentError } from '../seam/errors';
+import { envFlag } from './env';
 
 /** One named AES-256 key. */
 export interface EncryptionKey {
@@ -215,7 +216,7 @@ export function codecFromEnv(env: NodeJS.ProcessEnv = process.env): AesGcmPayloa
       'INVALID_CONFIG',
     );
   }
-  const allowPlaintext = env.SUBAGENT_ENCRYPTION_ALLOW_PLAINTEXT?.trim() === 'true';
+  const allowPlaintext = envFlag(env, 'SUBAGENT_ENCRYPTION_ALLOW_PLAINTEXT');
   return new AesGcmPayloadCodec({ keys, currentKeyId, allowPlaintext });
 }
 

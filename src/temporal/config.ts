@@ -182,7 +182,7 @@ export function workerCachedRunsFromEnv(env: NodeJS.ProcessEnv = process.env): n
   const raw = env.SUBAGENT_WORKER_CACHED_RUNS?.trim();
   if (!raw) return undefined;
   const runs = Number(raw);
-  if (!Number.isInteger(runs) || runs < 0 || runs === 1) {
+  if (!Number.isSafeInteger(runs) || runs < 0 || runs === 1) {
     throw new SubagentError('SUBAGENT_WORKER_CACHED_RUNS must be 0 or a whole number of at least 2', 'INVALID_CONFIG');
   }
   return runs;

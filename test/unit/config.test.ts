@@ -3,10 +3,10 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectClient, temporalSettingsFromEnv } from '../../src';
+import { codecFromEnv, connectClient, generateEncryptionKey, temporalSettingsFromEnv } from '../../src';
 import { workerCachedRunsFromEnv } from '../../src/temporal/config';
 import { endpointFromEnv } from '../../src/worker';
-import { providersFromEnv } from '../../src/providers/from-env';
+import { builtinProvider, providersFromEnv } from '../../src/providers/from-env';
 
 describe('temporalSettingsFromEnv', () => {
   it('means the embedded server when TEMPORAL_ADDRESS is unset', () => {
@@ -135,7 +135,7 @@ describe('workerCachedRunsFromEnv', () => {
     expect(workerCachedRunsFromEnv({ SUBAGENT_WORKER_CACHED_RUNS: '0' })).toBe(0);
   });
 
-  it.each(['1', '-5', '2.5', 'many'])('refuses %s with INVALID_CONFIG', (value) => {
+  it.each(['1', '-5', '2.5', 'many', '1e300'])('refuses %s with INVALID_CONFIG', (value) => {
     expect(() => workerCachedRunsFromEnv({ SUBAGENT_WORKER_CACHED_RUNS: value })).toThrow(
       expect.objectContaining({ code: 'INVALID_CONFIG' }),
     );
@@ -210,4 +210,32 @@ describe('providersFromEnv', () => {
       );
     },
   );
+});
+
+describe('flags in the environment', () => {
+  it.each([
+    [
+      'SUBAGENT_ENCRYPTION_ALLOW_PLAINTEXT',
+      () =>
+        codecFromEnv({
+          SUBAGENT_ENCRYPTION_KEYS: `k1:${generateEncryptionKey()}`,
+          SUBAGENT_ENCRYPTION_ALLOW_PLAINTEXT: 'TRUE',
+        }),
+    ],
+    [
+      'SUBAGENT_ACP_RESUMABLE',
+      () => builtinProvider('acp', { SUBAGENT_ACP_COMMAND: 'agent', SUBAGENT_ACP_RESUMABLE: 'yes' }),
+    ],
+  ])('refuses %s other than true or false with INVALID_CONFIG (TRUE and yes had read as false)', (name, read) => {
+    expect(read).toThrow(expect.objectContaining({ code: 'INVALID_CONFIG', message: expect.stringContaining(name) }));
+  });
+
+  it('reads true and false', () => {
+    expect(builtinProvider('acp', { SUBAGENT_ACP_COMMAND: 'agent', SUBAGENT_ACP_RESUMABLE: 'true' }).resumable).toBe(
+      true,
+    );
+    expect(builtinProvider('acp', { SUBAGENT_ACP_COMMAND: 'agent', SUBAGENT_ACP_RESUMABLE: 'false' }).resumable).toBe(
+      false,
+    );
+  });
 });
