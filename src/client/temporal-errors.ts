@@ -1,7 +1,7 @@
 // What the Temporal client throws, read as the seam's typed errors: which failures mean the
 // server is away for a moment, which are one of its limits, and the code each maps to.
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, NamespaceNotFoundError } from '@temporalio/common';
 import { SUBAGENT_ERROR_CODES, SubagentError, SubagentErrorCode, causeChain } from '../seam/errors';
 
 const GRPC_INVALID_ARGUMENT = 3;
@@ -109,6 +109,15 @@ export function toSubagentError(err: unknown, runId: string): SubagentError {
     return new SubagentError(
       `run ${runId} takes no calls while its workflow task is failing (its history's last WorkflowTaskFailed event says why); it takes them again once a worker completes the task`,
       'UNAVAILABLE',
+      { cause: err },
+    );
+  }
+  // A namespace the server does not know is a setting to change, not an outage to wait out.
+  const namespace = causeChain(err).find((e) => e instanceof NamespaceNotFoundError);
+  if (namespace) {
+    return new SubagentError(
+      `${namespace.message}: the client's namespace must exist on the server (temporal operator namespace create)`,
+      'INVALID_CONFIG',
       { cause: err },
     );
   }

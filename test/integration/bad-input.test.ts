@@ -1,7 +1,14 @@
 // Bad input gets a clear, typed error at once and loses nothing: no workflow exists afterwards.
 // Runs in its own namespace so the workflow count through the client is this file's alone.
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
-import { SubagentError, type SubagentRun, type SubagentStartRequest, runStarted } from '../../src';
+import { Client } from '@temporalio/client';
+import {
+  SubagentError,
+  type SubagentRun,
+  type SubagentStartRequest,
+  TemporalSubagentService,
+  runStarted,
+} from '../../src';
 import { createScriptedProvider } from '../../src/testing';
 import { createSpawnProvider } from '../../src/worker';
 import { temporal } from '@temporalio/proto';
@@ -13,7 +20,7 @@ import {
   sendMessageSignal,
   statusQuery,
 } from '../../workflows/definitions';
-import { eventually, newService, startWorker, testRuns, text, uniqueName } from '../helpers/temporal';
+import { eventually, newService, recordingLogger, startWorker, testRuns, text, uniqueName } from '../helpers/temporal';
 
 const scripted = createScriptedProvider({ name: uniqueName('bad-input') });
 
@@ -546,3 +553,19 @@ it.each([
     await expect(startWorker(runs.temporal, [provider])).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
   },
 );
+
+it('reads a namespace the server does not know as INVALID_CONFIG, at start and for an attached run (it was UNAVAILABLE, as if the server were away)', async () => {
+  const service = new TemporalSubagentService({
+    client: new Client({ connection: runs.temporal.connection, namespace: uniqueName('no-such-namespace') }),
+    logger: recordingLogger(),
+  });
+  service.registerProvider(scripted);
+  const run = service.start(scripted.name, valid);
+  await expect(run.result).rejects.toMatchObject({
+    code: 'INVALID_CONFIG',
+    message: expect.stringContaining('Namespace not found'),
+  });
+  await expect(service.attach(`subagent-${scripted.name}:gone`).result).rejects.toMatchObject({
+    code: 'INVALID_CONFIG',
+  });
+});
