@@ -74,7 +74,8 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
         const [args] = await decodePayloads(converter, attributes.input?.payloads);
         if (attributes.signalName === 'sendMessage') {
           // A signal retried after a lost response is one message, as the workflow counts it.
-          const { content, id } = args as { content: unknown; id?: string };
+          // (A raw client's signal may carry no object at all: recorded as it came.)
+          const { content, id } = (args ?? {}) as { content?: unknown; id?: string };
           if (id !== undefined && messageIds.has(id)) break;
           if (id !== undefined) messageIds.add(id);
           yield draft('message', { content });

@@ -16,6 +16,7 @@ import {
 } from '../../activities/types';
 import type { ChildSettledArgs, SubagentRunInput } from '../../workflows/definitions';
 import { type ContentBlock, textOf } from '../seam/content';
+import { isWorkflowId } from '../seam/constants';
 import { SubagentError } from '../seam/errors';
 import type { SubagentApprovalDecision, SubagentApprovalRequest, SubagentResult } from '../seam/result';
 import type { SubagentProgress, SubagentRunEvent, SubagentRunEventsOptions } from '../seam/run';
@@ -153,21 +154,30 @@ async function* runStream(
         depth = ((await runInput(converter, event)) as SubagentRunInput).request.depth;
         break;
       case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED: {
+        // Anyone with the server's ear can signal a run: arguments our workers never send (none,
+        // null, a number, a run id no workflow can have) are no step of the run, as the workflow
+        // takes them.
         const { signalName, input } = event.workflowExecutionSignaledEventAttributes!;
+        if (!SIGNALS_READ.has(signalName ?? '')) break;
+        const args = await signalArgs(converter, input?.payloads);
         if (signalName === 'childStarted') {
-          const { runId: childId } = (await decodePayload(converter, input?.payloads)) as { runId: string };
-          progress.push({ type: 'child-start', childId });
+          if (isWorkflowId(args.runId)) progress.push({ type: 'child-start', childId: args.runId });
         } else if (signalName === 'childSettled') {
-          const { runId: childId, ...settled } = (await decodePayload(converter, input?.payloads)) as ChildSettledArgs;
-          progress.push({ type: 'child-settled', childId, ...settled });
+          const { runId: childId, ...settled } = args as Partial<ChildSettledArgs>;
+          if (isWorkflowId(childId)) {
+            progress.push({ type: 'child-settled', childId, ...(settled as ChildSettledArgs) });
+          }
         } else if (signalName === 'textDelta') {
-          const batch = (await decodePayload(converter, input?.payloads)) as TextDeltaArgs;
-          const { turn: deltaTurn, attempt, text, reasoning } = batch;
-          if (reasoning) progress.push({ type: 'reasoning-delta', turn: deltaTurn, attempt, text: reasoning });
-          if (text) progress.push({ type: 'text-delta', turn: deltaTurn, attempt, text });
-        } else if (signalName === 'sendMessage') {
+          const { turn: deltaTurn, attempt, text, reasoning } = args as Partial<TextDeltaArgs>;
+          const at = { turn: deltaTurn!, attempt: attempt! };
+          if (typeof reasoning === 'string' && reasoning) {
+            progress.push({ type: 'reasoning-delta', ...at, text: reasoning });
+          }
+          if (typeof text === 'string' && text) progress.push({ type: 'text-delta', ...at, text });
+        } else {
           // A signal retried after a lost response is one message, as the workflow counts it.
-          const { content, id } = (await decodePayload(converter, input?.payloads)) as SentMessage;
+          const { content, id } = args as Partial<SentMessage>;
+          if (!Array.isArray(content)) break;
           if (id === undefined || !messageIds.has(id)) progress.push({ type: 'message', content });
           if (id !== undefined) messageIds.add(id);
         }
@@ -328,6 +338,18 @@ async function* runStream(
     const { callId } = input as ToolActivityInput;
     return [{ type: 'tool-call-end', callId, tool: type, isError: true, summary: message.slice(0, SUMMARY_CHARS) }];
   }
+}
+
+/** The signals that stand for progress events. */
+const SIGNALS_READ = new Set(['childStarted', 'childSettled', 'textDelta', 'sendMessage']);
+
+/** A signal's argument as an object: one that is not (none, null, a number) as an empty one. */
+async function signalArgs(
+  converter: Client['options']['loadedDataConverter'],
+  payloads: Parameters<typeof decodePayload>[1],
+): Promise<Record<string, unknown>> {
+  const args = await decodePayload(converter, payloads);
+  return typeof args === 'object' && args !== null ? (args as Record<string, unknown>) : {};
 }
 
 interface SentMessage {

@@ -13,7 +13,9 @@ import {
   type SegmentOutcome,
   type SubagentRunInput,
   type SubagentRunOutcome,
+  SUBAGENT_RUN_WORKFLOW,
 } from '../../workflows/definitions';
+import { isWorkflowId } from '../seam/constants';
 import { SubagentError, causeChain } from '../seam/errors';
 import { retrievePayloads } from './payload-store';
 
@@ -119,8 +121,15 @@ export async function* runHistory(
 }
 
 async function firstRunId(client: Client, runId: string): Promise<string> {
+  // An id no workflow can have (a run's childStarted signal from a raw client can name one): the
+  // server cannot even be asked about it.
+  if (!isWorkflowId(runId)) throw new SubagentError(`no subagent run with id "${String(runId)}"`, 'UNKNOWN_RUN');
   try {
-    const { raw } = await client.workflow.getHandle(runId).describe();
+    const { raw, type } = await client.workflow.getHandle(runId).describe();
+    // A workflow of another type whose history no run's reader can read.
+    if (type !== SUBAGENT_RUN_WORKFLOW) {
+      throw new SubagentError(`"${runId}" is not a subagent run: it is a workflow of type "${type}"`, 'UNKNOWN_RUN');
+    }
     const info = raw.workflowExecutionInfo;
     return info?.firstRunId || info?.execution?.runId || '';
   } catch (err) {

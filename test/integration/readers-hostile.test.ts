@@ -1,0 +1,92 @@
+// Readers of a run (`run.events()`, nested or not, and the audit's records that `subagents logs`
+// and `audit export` print) given a history that holds what a raw Temporal client wrote into it:
+// signals with arguments our workers never send.
+import type { SubagentRunEvent } from '../../src';
+import { type AuditDraft, auditDrafts } from '../../src/audit';
+import { createScriptedProvider } from '../../src/testing';
+import { testRuns, text, uniqueName } from '../helpers/temporal';
+
+const scripted = createScriptedProvider({ name: uniqueName('readers-hostile') });
+const runs = testRuns([scripted], { namespace: 'isolated' });
+
+/** A run that has settled its first segment and waits, parked. */
+async function parkedRun() {
+  const run = runs.service.start(scripted.name, { prompt: text('hello'), parent: { id: 'parent' } });
+  await run.result;
+  return run;
+}
+
+/** What each reader makes of the run's history: its events (nested or not), its audit records. */
+async function read(runId: string) {
+  const run = runs.service.attach(runId);
+  const events = async (nested: boolean) => {
+    const seen: SubagentRunEvent[] = [];
+    for await (const event of run.events!({ follow: false, nested })) seen.push(event);
+    return seen;
+  };
+  const drafts: AuditDraft[] = [];
+  for await (const draft of auditDrafts(runs.temporal.client, runId, false)) drafts.push(draft);
+  return { events: await events(false), nested: await events(true), drafts };
+}
+
+const otherType = () =>
+  runs.temporal.client.workflow.start('someOtherWorkflow', {
+    taskQueue: uniqueName('nobody'),
+    workflowId: `subagent-other:${uniqueName('x')}`,
+    args: [{ foo: 1 }],
+  });
+
+describe('a run whose history holds a signal a raw client sent', () => {
+  it.each([
+    ['textDelta', 'without an argument', () => []],
+    ['textDelta', 'with null', () => [null]],
+    ['textDelta', 'with a number for its text', () => [{ turn: 0, attempt: 1, text: 5 }]],
+    ['childSettled', 'with null', () => [null]],
+    ['childStarted', 'without a run id', () => [{}]],
+    ['childStarted', 'naming a run id with a lone surrogate', () => [{ runId: 'subagent-x:\ud800' }]],
+    ['childStarted', 'naming a run id that is a number', () => [{ runId: 42 }]],
+  ] as [string, string, () => unknown[]][])(
+    'reads on past a %s signal %s: events(), nested too, and the audit; no step stands for it',
+    async (signalName, _case, args) => {
+      const run = await parkedRun();
+      await runs.temporal.client.workflow.getHandle(run.id).signal(signalName, ...(args() as []));
+      await run.dispose();
+      const { events, nested, drafts } = await read(run.id);
+      for (const seen of [events, nested]) {
+        expect(seen.map((event) => event.type)).toEqual(['turn-start', 'text', 'turn-end', 'settled', 'closed']);
+      }
+      expect(drafts.map((draft) => draft.type)).toContain(
+        { textDelta: 'text.delta', childSettled: 'child.settled', childStarted: 'child.start' }[signalName],
+      );
+    },
+  );
+
+  it('reads nested events past a childStarted signal naming a workflow of another type, which it does not read', async () => {
+    const run = await parkedRun();
+    const other = await otherType();
+    try {
+      await runs.temporal.client.workflow.getHandle(run.id).signal('childStarted', { runId: other.workflowId });
+      const { events, nested } = await read(run.id);
+      expect(nested).toEqual(events);
+      expect(events.at(-1)).toMatchObject({ type: 'child-start', childId: other.workflowId });
+      await expect(runs.service.attach(other.workflowId).result).rejects.toMatchObject({ code: 'UNKNOWN_RUN' });
+    } finally {
+      await other.terminate();
+      await runs.temporal.client.workflow.getHandle(run.id).terminate();
+    }
+  });
+
+  it('reads the events and the audit of a run a sendMessage signal with null stopped (its workflow task fails at it)', async () => {
+    const run = await parkedRun();
+    const handle = runs.temporal.client.workflow.getHandle(run.id);
+    try {
+      await handle.signal('sendMessage', null as never);
+      const { events, nested, drafts } = await read(run.id);
+      expect(events.map((event) => event.type)).toEqual(['turn-start', 'text', 'turn-end', 'settled']);
+      expect(nested).toEqual(events);
+      expect(drafts.at(-1)).toMatchObject({ type: 'message', data: {} });
+    } finally {
+      await handle.terminate();
+    }
+  });
+});
