@@ -146,10 +146,17 @@ export async function show(flags: Flags, client: Client, id: string): Promise<nu
     return EXIT.ok;
   }
   const nodes: { depth: number; view: Awaited<ReturnType<typeof describeRun>> }[] = [];
+  // Each run once: a raw client's childStarted signals can make runs each other's children, or a
+  // run its own, and the walk went round such a cycle without end.
+  const seen = new Set([id]);
   const walk = async (view: Awaited<ReturnType<typeof describeRun>>, depth: number): Promise<void> => {
     nodes.push({ depth, view });
     const children = view.status ? view.status.children : await indexedChildren(client, view.data.id);
-    for (const child of children) await walk(await describeRun(client, child), depth + 1);
+    for (const child of children) {
+      if (seen.has(child)) continue;
+      seen.add(child);
+      await walk(await describeRun(client, child), depth + 1);
+    }
   };
   await walk(root, 0);
   const line = ({ depth, view: { data, status } }: (typeof nodes)[number]) => {

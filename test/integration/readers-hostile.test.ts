@@ -1,10 +1,13 @@
 // Readers of a run (`run.events()`, nested or not, and the audit's records that `subagents logs`
 // and `audit export` print) given a history that holds what a raw Temporal client wrote into it:
 // signals with arguments our workers never send.
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
+import { promisify } from 'node:util';
 import type { SubagentRunEvent } from '../../src';
 import { type AuditDraft, auditDrafts } from '../../src/audit';
 import { createScriptedProvider } from '../../src/testing';
-import { testRuns, text, uniqueName } from '../helpers/temporal';
+import { eventually, testRuns, text, uniqueName } from '../helpers/temporal';
 
 const scripted = createScriptedProvider({ name: uniqueName('readers-hostile') });
 const runs = testRuns([scripted], { namespace: 'isolated' });
@@ -87,6 +90,45 @@ describe('a run whose history holds a signal a raw client sent', () => {
       expect(drafts.at(-1)).toMatchObject({ type: 'message', data: {} });
     } finally {
       await handle.terminate();
+    }
+  });
+});
+
+describe('subagents show --tree', () => {
+  const CLI = resolve(__dirname, '..', '..', 'src', 'cli', 'index.ts');
+  /** The CLI as a process against the test server's namespace: its exit code and what it printed. */
+  const cli = (args: string[]) =>
+    promisify(execFile)(process.execPath, ['--import', 'tsx', CLI, ...args], {
+      env: {
+        ...process.env,
+        TEMPORAL_ADDRESS: runs.temporal.address,
+        TEMPORAL_NAMESPACE: runs.temporal.namespace,
+      },
+      timeout: 30_000,
+      maxBuffer: 1024 * 1024,
+    });
+
+  it('shows each run once of runs that a raw client made each other’s children (it walked the cycle without end)', async () => {
+    const [a, b] = [await parkedRun(), await parkedRun()];
+    try {
+      const signal = (to: string, child: string) =>
+        runs.temporal.client.workflow.getHandle(to).signal('childStarted', { runId: child });
+      await signal(a.id, a.id);
+      await signal(a.id, b.id);
+      await signal(b.id, a.id);
+      const childrenOf = async (id: string) => (await runs.status(id)).children;
+      await eventually(async () => ((await childrenOf(b.id)).length > 0 ? true : undefined));
+      expect(await childrenOf(a.id)).toEqual([a.id, b.id]);
+      expect(await childrenOf(b.id)).toEqual([a.id]);
+      const { stdout } = await cli(['show', a.id, '--tree', '--json']);
+      const nodes = JSON.parse(stdout) as { id: string; treeDepth: number }[];
+      expect(nodes.map(({ id, treeDepth }) => [id, treeDepth])).toEqual([
+        [a.id, 0],
+        [b.id, 1],
+      ]);
+    } finally {
+      await a.dispose();
+      await b.dispose();
     }
   });
 });
