@@ -17,6 +17,7 @@ import {
   closedOutcome,
   decodePayload,
   decodePayloads,
+  isResetPoint,
   runHistory,
   settledOutcome,
 } from '../temporal/run-history';
@@ -196,6 +197,18 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
         });
         break;
       }
+      case EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+        // Where a reset's run goes its own way: what the run read after its reset point, up to
+        // here, was undone.
+        if (isResetPoint(event, current)) {
+          const attributes = event.workflowTaskFailedEventAttributes!;
+          yield draft('reset', {
+            reason: attributes.failure?.message ?? '',
+            baseRunId: attributes.baseRunId ?? '',
+            ...(attributes.identity ? { identity: attributes.identity } : {}),
+          });
+        }
+        break;
       case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED:
         yield draft('close', {
           closedBy: 'terminated',

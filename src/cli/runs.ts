@@ -376,6 +376,8 @@ function describeRecord(record: Pick<AuditRecord, 'type' | 'data'>, runId: strin
       return 'cancel requested';
     case 'dispose':
       return 'dispose requested';
+    case 'reset':
+      return `reset by an operator${data.reason ? `: ${String(data.reason)}` : ''}`;
     case 'close':
       return `closed (${String(data.closedBy)})`;
     case 'activity.failed':

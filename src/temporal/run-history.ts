@@ -17,6 +17,7 @@ import {
 } from '../../workflows/definitions';
 import { isWorkflowId } from '../seam/constants';
 import { SubagentError, causeChain } from '../seam/errors';
+import { isNotFound } from '../client/temporal-errors';
 import { retrievePayloads } from './payload-store';
 
 export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -106,10 +107,26 @@ export async function* runHistory(
   signal?: AbortSignal,
 ): AsyncGenerator<RunHistoryEvent> {
   let temporalRunId: string | undefined = await firstRunId(client, runId);
+  /** A run a reset made: its first events are copies of those read already, up to its reset point. */
+  let resetRun = false;
   while (temporalRunId) {
     const current: string = temporalRunId;
     temporalRunId = undefined;
+    let copied = resetRun;
+    resetRun = false;
     for await (const event of historyEvents(client, runId, current, follow, signal)) {
+      if (copied) {
+        copied = !isResetPoint(event, current);
+        if (copied) continue;
+      }
+      if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED) {
+        // A reset ends the run it resets so: the run goes on in the run the reset made.
+        temporalRunId = await resetRunOf(client, runId, current);
+        if (temporalRunId) {
+          resetRun = true;
+          break;
+        }
+      }
       const at = event.eventTime;
       const time = at ? new Date(Number(at.seconds) * 1000 + Math.floor((at.nanos ?? 0) / 1e6)).toISOString() : '';
       yield { event, temporalRunId: current, time };
@@ -117,6 +134,32 @@ export async function* runHistory(
         temporalRunId = event.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
       }
     }
+  }
+}
+
+/** The event that marks where reset run `runId` leaves its copies of the run it reset, and goes its own way. */
+export function isResetPoint(event: HistoryEvent, runId: string): boolean {
+  const failed = event.workflowTaskFailedEventAttributes;
+  return (
+    event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED &&
+    failed?.cause === temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_RESET_WORKFLOW &&
+    failed.newRunId === runId
+  );
+}
+
+/** The run a reset of terminated run `runId` made, if one did. */
+async function resetRunOf(client: Client, workflowId: string, runId: string): Promise<string | undefined> {
+  try {
+    const { workflowExtendedInfo } = await client.workflowService.describeWorkflowExecution({
+      namespace: client.options.namespace,
+      execution: { workflowId, runId },
+    });
+    const resetRunId = workflowExtendedInfo?.resetRunId;
+    return resetRunId && resetRunId !== runId ? resetRunId : undefined;
+  } catch (err) {
+    // Gone from the server (its retention ran out): what it ended in is all there is to read.
+    if (isNotFound(err)) return undefined;
+    throw err;
   }
 }
 

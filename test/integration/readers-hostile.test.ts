@@ -4,6 +4,7 @@
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { temporal } from '@temporalio/proto';
 import type { SubagentRunEvent } from '../../src';
 import { type AuditDraft, auditDrafts } from '../../src/audit';
 import { createScriptedProvider } from '../../src/testing';
@@ -130,5 +131,45 @@ describe('subagents show --tree', () => {
       await a.dispose();
       await b.dispose();
     }
+  });
+});
+
+describe('a run an operator reset', () => {
+  it('is read on into the run the reset made: a follower of its events and its audit reach its real close, not the reset’s termination', async () => {
+    const run = await parkedRun();
+    const { client } = runs.temporal;
+    const handle = client.workflow.getHandle(run.id);
+    const followed: SubagentRunEvent[] = [];
+    const following = (async () => {
+      for await (const event of run.events!()) followed.push(event);
+    })();
+    await eventually(() => (followed.some((event) => event.type === 'settled') ? true : undefined));
+    const { events } = await handle.fetchHistory();
+    const firstTask = events!.find(
+      (event) => event.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+    )!;
+    const { runId: resetRunId } = await client.workflowService.resetWorkflowExecution({
+      namespace: runs.temporal.namespace,
+      workflowExecution: { workflowId: run.id, runId: (await handle.describe()).runId },
+      workflowTaskFinishEventId: firstTask.eventId,
+      reason: 'an operator reset it',
+      requestId: uniqueName('reset'),
+    });
+    // The reset run settles its segment again, and waits.
+    await eventually(async () => ((await runs.status(run.id)).phase === 'parked' ? true : undefined));
+    await run.dispose();
+    await following;
+    expect(followed.filter((event) => event.type === 'closed')).toEqual([
+      expect.objectContaining({ closedBy: 'disposed' }),
+    ]);
+    const drafts: AuditDraft[] = [];
+    for await (const draft of auditDrafts(client, run.id, false)) drafts.push(draft);
+    const types = drafts.map((draft) => draft.type);
+    expect(types.slice(types.indexOf('reset'))).toEqual(['reset', 'turn', 'dispose', 'close']);
+    expect(drafts.find((draft) => draft.type === 'reset')!.data).toMatchObject({
+      temporalRunId: resetRunId,
+      reason: 'an operator reset it',
+    });
+    expect(drafts.at(-1)!.data).toMatchObject({ temporalRunId: resetRunId, closedBy: 'disposed' });
   });
 });
