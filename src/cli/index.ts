@@ -4,6 +4,7 @@
 // profile; default 127.0.0.1:7233, where `dev` listens) and never load the Temporal worker.
 // Human output by default, `--json` for scripts; exit codes in USAGE below.
 import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { sealedWithoutCodec } from '../client/temporal-errors';
 import { SubagentError } from '../seam/errors';
 import { ensureSearchAttributes } from '../temporal/search-attributes';
 import { auditExport, auditKeygen, auditVerify } from './audit';
@@ -146,7 +147,9 @@ async function main(argv: string[]): Promise<number> {
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
-  (err: unknown) => {
+  (thrown: unknown) => {
+    // A run read without the keys its payloads were sealed with: say so, not the converter's words.
+    const err = sealedWithoutCodec(thrown) ?? thrown;
     if (err instanceof CliError) {
       console.error(err.message);
       process.exit(err.exitCode);

@@ -129,6 +129,24 @@ export function toSubagentError(err: unknown, runId: string): SubagentError {
       { cause: err },
     );
   }
+  const sealed = sealedWithoutCodec(err, runId);
+  if (sealed) return sealed;
   const message = err instanceof Error ? err.message : String(err);
   return new SubagentError(`Temporal call for run ${runId} failed: ${message}`, 'UNAVAILABLE', { cause: err });
+}
+
+/**
+ * The client met a payload the payload codec sealed (`binary/encrypted`) and has no codec to open
+ * it: `INVALID_CONFIG` saying so, or undefined for any other error. (Before, the converter's
+ * "Unknown encoding" became `UNAVAILABLE`, as if the server were away, and a caller waited on.)
+ */
+export function sealedWithoutCodec(err: unknown, runId?: string): SubagentError | undefined {
+  const sealed = causeChain(err).find((e) => /Unknown encoding: binary\/encrypted/.test(e.message));
+  if (!sealed) return undefined;
+  return new SubagentError(
+    `${runId === undefined ? "the run's" : `run ${runId}'s`} payloads are encrypted, and this client has no ` +
+      'codec to decrypt them: give it the keys (SUBAGENT_ENCRYPTION_KEYS, or a data converter with the AesGcmPayloadCodec)',
+    'INVALID_CONFIG',
+    { cause: err },
+  );
 }

@@ -17,7 +17,7 @@ import {
 } from '../../workflows/definitions';
 import { isWorkflowId } from '../seam/constants';
 import { SubagentError, causeChain } from '../seam/errors';
-import { isNotFound } from '../client/temporal-errors';
+import { isNotFound, sealedWithoutCodec } from '../client/temporal-errors';
 import { retrievePayloads } from './payload-store';
 
 export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -34,7 +34,12 @@ export async function decodePayloads(
   converter: LoadedDataConverter,
   payloads: Payload[] | null | undefined,
 ): Promise<unknown[]> {
-  return decodeArrayFromPayloads(converter, await retrievePayloads(converter, payloads));
+  const retrieved = await retrievePayloads(converter, payloads);
+  try {
+    return await decodeArrayFromPayloads(converter, retrieved);
+  } catch (err) {
+    throw sealedWithoutCodec(err) ?? err;
+  }
 }
 
 /** The first of `payloads`, decoded (see `decodePayloads`); undefined when there is none. */
@@ -179,7 +184,8 @@ async function firstRunId(client: Client, runId: string): Promise<string> {
     if (err instanceof WorkflowNotFoundError) {
       throw new SubagentError(`no subagent run with id "${runId}"`, 'UNKNOWN_RUN', { cause: err });
     }
-    throw err;
+    // Its memo, sealed by the payload codec, read by a client without one.
+    throw sealedWithoutCodec(err, runId) ?? err;
   }
 }
 

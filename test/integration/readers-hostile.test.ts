@@ -2,16 +2,37 @@
 // and `audit export` print) given a history that holds what a raw Temporal client wrote into it:
 // signals with arguments our workers never send.
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { temporal } from '@temporalio/proto';
-import type { SubagentRunEvent } from '../../src';
+import { AesGcmPayloadCodec, type EncryptionKey, type SubagentRunEvent } from '../../src';
+import { ENCRYPTED_FAILURE_CONVERTER_PATH } from '../../src/temporal/failure-converter';
 import { type AuditDraft, auditDrafts } from '../../src/audit';
 import { createScriptedProvider } from '../../src/testing';
-import { eventually, testRuns, text, uniqueName } from '../helpers/temporal';
+import {
+  type TestTemporal,
+  connectTestTemporal,
+  eventually,
+  newService,
+  startWorker,
+  testRuns,
+  text,
+  uniqueName,
+} from '../helpers/temporal';
 
 const scripted = createScriptedProvider({ name: uniqueName('readers-hostile') });
 const runs = testRuns([scripted], { namespace: 'isolated' });
+
+const CLI = resolve(__dirname, '..', '..', 'src', 'cli', 'index.ts');
+
+/** The CLI as a process against `temporal`'s server and namespace: what it printed (it rejects with its exit code). */
+const cli = (temporal: TestTemporal, args: string[]) =>
+  promisify(execFile)(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    env: { ...process.env, TEMPORAL_ADDRESS: temporal.address, TEMPORAL_NAMESPACE: temporal.namespace },
+    timeout: 30_000,
+    maxBuffer: 1024 * 1024,
+  });
 
 /** A run that has settled its first segment and waits, parked. */
 async function parkedRun() {
@@ -96,19 +117,6 @@ describe('a run whose history holds a signal a raw client sent', () => {
 });
 
 describe('subagents show --tree', () => {
-  const CLI = resolve(__dirname, '..', '..', 'src', 'cli', 'index.ts');
-  /** The CLI as a process against the test server's namespace: its exit code and what it printed. */
-  const cli = (args: string[]) =>
-    promisify(execFile)(process.execPath, ['--import', 'tsx', CLI, ...args], {
-      env: {
-        ...process.env,
-        TEMPORAL_ADDRESS: runs.temporal.address,
-        TEMPORAL_NAMESPACE: runs.temporal.namespace,
-      },
-      timeout: 30_000,
-      maxBuffer: 1024 * 1024,
-    });
-
   it('shows each run once of runs that a raw client made each other’s children (it walked the cycle without end)', async () => {
     const [a, b] = [await parkedRun(), await parkedRun()];
     try {
@@ -121,7 +129,7 @@ describe('subagents show --tree', () => {
       await eventually(async () => ((await childrenOf(b.id)).length > 0 ? true : undefined));
       expect(await childrenOf(a.id)).toEqual([a.id, b.id]);
       expect(await childrenOf(b.id)).toEqual([a.id]);
-      const { stdout } = await cli(['show', a.id, '--tree', '--json']);
+      const { stdout } = await cli(runs.temporal, ['show', a.id, '--tree', '--json']);
       const nodes = JSON.parse(stdout) as { id: string; treeDepth: number }[];
       expect(nodes.map(({ id, treeDepth }) => [id, treeDepth])).toEqual([
         [a.id, 0],
@@ -171,5 +179,56 @@ describe('a run an operator reset', () => {
       reason: 'an operator reset it',
     });
     expect(drafts.at(-1)!.data).toMatchObject({ temporalRunId: resetRunId, closedBy: 'disposed' });
+  });
+});
+
+describe('a run whose payloads are encrypted, read without the keys', () => {
+  const key: EncryptionKey = { id: 'key-a', key: randomBytes(32) };
+  const sealing = createScriptedProvider({ name: uniqueName('sealed-read') });
+  const dataConverter = {
+    payloadCodecs: [new AesGcmPayloadCodec({ keys: [key], currentKeyId: key.id })],
+    failureConverterPath: ENCRYPTED_FAILURE_CONVERTER_PATH,
+  };
+  let sealed: TestTemporal;
+  let plain: TestTemporal;
+  let stopWorker: () => Promise<void>;
+  beforeAll(async () => {
+    sealed = await connectTestTemporal('default', { dataConverter });
+    stopWorker = await startWorker(sealed, [sealing], { dataConverter });
+    plain = await connectTestTemporal('default');
+  });
+  afterAll(async () => {
+    await stopWorker?.();
+    await sealed?.close();
+    await plain?.close();
+  });
+
+  it('is refused with INVALID_CONFIG saying so: events(), result, the audit and the CLI (it was UNAVAILABLE, as if the server were away, or the converter’s bare "Unknown encoding")', async () => {
+    const owner = newService(sealed);
+    owner.registerProvider(sealing);
+    const run = owner.start(sealing.name, { prompt: text('hello'), parent: { id: 'parent' } });
+    await run.result;
+    try {
+      const reader = newService(plain);
+      reader.registerProvider(sealing);
+      const attached = reader.attach(run.id);
+      const refused = { code: 'INVALID_CONFIG', message: expect.stringMatching(/encrypted.*no codec/) };
+      await expect(attached.events!({ follow: false })[Symbol.asyncIterator]().next()).rejects.toMatchObject(refused);
+      await expect(attached.result).rejects.toMatchObject(refused);
+      await expect(auditDrafts(plain.client, run.id, false).next()).rejects.toMatchObject(refused);
+      for (const args of [
+        ['logs', run.id, '--no-follow'],
+        ['show', run.id],
+        ['audit', 'export', run.id],
+      ]) {
+        const failed = await cli(plain, args).catch((err: { code: number; stderr: string }) => err);
+        expect(failed).toMatchObject({
+          code: 6,
+          stderr: expect.stringMatching(/^INVALID_CONFIG: .*encrypted.*no codec/),
+        });
+      }
+    } finally {
+      await run.dispose();
+    }
   });
 });
