@@ -4,7 +4,7 @@
 // profile; default 127.0.0.1:7233, where `dev` listens) and never load the Temporal worker.
 // Human output by default, `--json` for scripts; exit codes in USAGE below.
 import { type ParseArgsConfig, parseArgs } from 'node:util';
-import { sealedWithoutCodec } from '../client/temporal-errors';
+import { sealedWithoutCodec } from '../temporal/errors';
 import { SubagentError } from '../seam/errors';
 import { ensureSearchAttributes } from '../temporal/search-attributes';
 import { auditExport, auditKeygen, auditVerify } from './audit';

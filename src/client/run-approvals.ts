@@ -8,7 +8,7 @@ import { MAX_APPROVAL_REASON_CHARS } from '../seam/constants';
 import { SubagentError } from '../seam/errors';
 import type { SubagentApprovalDecision } from '../seam/result';
 import type { SubagentApprovalAnswer } from '../seam/run';
-import { isNotFound, sendAgainIfDropped, toSubagentError } from './temporal-errors';
+import { isNotFound, sendAgainIfDropped, toSubagentError } from '../temporal/errors';
 
 /**
  * The longest request id an answer can carry: its update id (`approve-<request id>`) is one of the

@@ -29,7 +29,7 @@ import { SubagentEvents } from './events';
 import { approveRequest } from './run-approvals';
 import { runEvents } from './run-events';
 import { type ObservedOutcome, OutcomeQueryMissing, segmentOutcome } from './run-outcomes';
-import { isTaskFailing, isUnreachable, isUpdateDropped, toSubagentError } from './temporal-errors';
+import { isTaskFailing, isUnreachable, isUpdateDropped, toSubagentError } from '../temporal/errors';
 import { assertPayloadWithin, contentBlocks, readCallerInput } from './validate';
 
 export interface RunHandleContext {

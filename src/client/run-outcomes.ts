@@ -23,7 +23,7 @@ import {
   runInput,
   settledOutcome,
 } from '../temporal/run-history';
-import { isNotFound, isUnreachable, toSubagentError } from './temporal-errors';
+import { isNotFound, isUnreachable, toSubagentError } from '../temporal/errors';
 
 const CLOSE_EVENT = temporal.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT;
 const CLOSING_EVENTS = new Set<number>([

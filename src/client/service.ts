@@ -43,7 +43,7 @@ import { SubagentEventListener, SubagentEventName, SubagentEvents } from './even
 import { RunHandle, RunHandleContext, StopAtStart, withinDeadline } from './run-handle';
 import { resolveRunSettings } from './run-settings';
 import { assertPayloadWithin, readCallerInput, resolveStartRequest } from './validate';
-import { unknownSearchAttribute } from './temporal-errors';
+import { unknownSearchAttribute } from '../temporal/errors';
 
 /** Deadline of the call that creates a run or a resume on the server. */
 const DEFAULT_START_TIMEOUT_MS = 10_000;

@@ -17,7 +17,7 @@ import {
 } from '../../workflows/definitions';
 import { isWorkflowId } from '../seam/constants';
 import { SubagentError, causeChain } from '../seam/errors';
-import { isNotFound, sealedWithoutCodec } from '../client/temporal-errors';
+import { isNotFound, sealedWithoutCodec } from './errors';
 import { retrievePayloads } from './payload-store';
 
 export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;

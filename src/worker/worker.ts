@@ -22,7 +22,7 @@ import {
 import { GENERATION, GENERATION_DECLARATION } from '../../workflows/patches';
 import { resolveRunSettings } from '../client/run-settings';
 import { TemporalSubagentService, checkEndpoint, checkTaskQueue } from '../client/service';
-import { sendAgainIfDropped } from '../client/temporal-errors';
+import { sendAgainIfDropped } from '../temporal/errors';
 import { budgetOf } from '../client/validate';
 import { narrowBudget } from '../seam/budget';
 import {

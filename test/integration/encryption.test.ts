@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import type { DataConverter, Payload } from '@temporalio/common';
 import { decodeOptionalFailureToOptionalError } from '@temporalio/common/lib/internal-non-workflow';
 import { AesGcmPayloadCodec, type EncryptionKey } from '../../src';
-import { isTaskFailing } from '../../src/client/temporal-errors';
+import { isTaskFailing } from '../../src/temporal/errors';
 import { ENCRYPTED_FAILURE_CONVERTER_PATH } from '../../src/temporal/failure-converter';
 import { EventType, type HistoryEvent } from '../../src/temporal/run-history';
 import { createScriptedProvider } from '../../src/testing';

@@ -8,7 +8,7 @@ import {
   sendAgainIfDropped,
   toSubagentError,
   unknownSearchAttribute,
-} from '../../src/client/temporal-errors';
+} from '../../src/temporal/errors';
 import { isStalePageToken } from '../../src/temporal/run-history';
 
 /** A gRPC error as the client surfaces it: a status code, maybe wrapped. */
