@@ -4,7 +4,7 @@
 // encrypted as the history would have been. Blobs are filed by namespace, run and SHA-256, so a
 // retried write stores nothing twice, a read checks what it got, and a run's blobs go together
 // once the server has forgotten the run (`sweepPayloads`).
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
@@ -171,10 +171,17 @@ export class FilePayloadStore implements SubagentPayloadStore {
     const path = join(dir, digest);
     if (await exists(path)) return;
     await mkdir(dir, { recursive: true });
-    // Written whole or not at all: a reader never sees half a blob.
-    const partial = `${path}.${process.pid}.${Date.now()}.partial`;
-    await writeFile(partial, bytes);
-    await rename(partial, path);
+    // Written whole or not at all: a reader never sees half a blob. Each write has a partial file
+    // of its own: the same blob is often written by several puts at once (identical payloads in
+    // one batch), and a shared name let one truncate another's bytes or rename them away.
+    const partial = `${path}.${randomUUID()}.partial`;
+    try {
+      await writeFile(partial, bytes);
+      await rename(partial, path);
+    } catch (err) {
+      await rm(partial, { force: true }).catch(() => undefined);
+      throw err;
+    }
   }
 
   async get({ namespace, runId, digest }: PayloadBlobKey): Promise<Uint8Array | undefined> {

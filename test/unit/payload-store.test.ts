@@ -91,4 +91,22 @@ describe('the store driver', () => {
     rmSync(join(runDir, blob!));
     await expect(runner.retrieve([reference!])).rejects.toMatchObject({ type: 'PAYLOAD_MISSING', nonRetryable: true });
   });
+
+  it('stores the same payload many times at once (one run, one batch) whole, and reads it back', async () => {
+    // Identical payloads stored at once (two tool calls that read the same file, say) write the
+    // same blob concurrently; before, their partial files could share a name within a millisecond,
+    // so one truncated the other's bytes or found its partial file gone.
+    const own = { ...target, id: 'subagent:unit:3' };
+    const big = {
+      metadata: { encoding: Buffer.from('json/plain') },
+      data: Buffer.from(JSON.stringify('y'.repeat(4 << 20))),
+    };
+    const references = await runner.store(
+      Array.from({ length: 16 }, () => big),
+      { target: own },
+    );
+    const back = await runner.retrieve(references);
+    expect(back.map((one) => Buffer.from(one.data!).equals(big.data))).toEqual(references.map(() => true));
+    expect(readdirSync(join(dir, 'default', encodeURIComponent(own.id)))).toHaveLength(1);
+  });
 });
