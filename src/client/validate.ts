@@ -1,7 +1,13 @@
 // Validation and resolution of what callers pass in, before anything durable exists. Every
 // malformed field is a synchronous `SubagentError('INVALID_REQUEST')` naming the field.
 import { MAX_WORKFLOW_ID_BYTES, isWorkflowId, payloadLimitViolation } from '../seam/constants';
-import { type ContentBlock, type JsonObject, contentViolation } from '../seam/content';
+import {
+  type ContentBlock,
+  type JsonObject,
+  type ToolCallBlock,
+  type ToolResultBlock,
+  contentViolation,
+} from '../seam/content';
 import { SubagentDepthError, SubagentError } from '../seam/errors';
 import { describeValue, isPlainObject, jsonCopy, jsonViolation, omitUndefined } from '../seam/json';
 import type {
@@ -221,7 +227,58 @@ export function seedOf(parent: SubagentStartRequest['parent']): ResolvedSubagent
       });
     }
   });
-  return { entries, events: prefix.length };
+  return { entries: pairedToolResults(entries), events: prefix.length };
+}
+
+/** What a seeded call whose result is not in the parent's log is answered with. */
+const NO_RESULT_IN_LOG = "[no result: the parent's log holds none for this call (its turn ended before one came)]";
+
+/**
+ * The seed's entries as a chat-completions endpoint takes them, which refuses a request (400)
+ * where a tool result answers no call of the assistant message just before it, or a call goes
+ * unanswered: after each assistant message one tool entry, in call order, its calls' results
+ * from the log, an error result for a call the log has none for; a result that answers no such
+ * call (a stray, a second one) is left out. A balanced log comes out as it went in.
+ */
+function pairedToolResults(entries: readonly TranscriptEntry[]): TranscriptEntry[] {
+  const paired: TranscriptEntry[] = [];
+  let calls: ToolCallBlock[] = [];
+  const results = new Map<string, ToolResultBlock>();
+  const answerCalls = () => {
+    if (calls.length > 0) {
+      paired.push({
+        kind: 'tool',
+        results: calls.map(
+          (call) =>
+            results.get(call.id) ?? {
+              type: 'tool-result',
+              toolCallId: call.id,
+              content: [{ type: 'text', text: NO_RESULT_IN_LOG }],
+              isError: true,
+            },
+        ),
+      });
+    }
+    calls = [];
+    results.clear();
+  };
+  for (const entry of entries) {
+    if (entry.kind === 'tool') {
+      for (const result of entry.results) {
+        if (calls.some((call) => call.id === result.toolCallId) && !results.has(result.toolCallId)) {
+          results.set(result.toolCallId, result);
+        }
+      }
+      continue;
+    }
+    answerCalls();
+    paired.push(entry);
+    if (entry.kind === 'assistant') {
+      calls = entry.content.filter((block): block is ToolCallBlock => block.type === 'tool-call');
+    }
+  }
+  answerCalls();
+  return paired;
 }
 
 function toolFilterOf(filter: unknown): ResolvedSubagentRequest['toolFilter'] {

@@ -24,7 +24,8 @@ export interface SubagentParent {
 /**
  * One event of the parent's session log, in the seam's shape. Fork reads `user/message`,
  * `assistant/message` and `tool/result` (their `data.content`, and `data.callId` / `data.isError`
- * for results) up to the last `turn/end`; other types are skipped.
+ * for results) up to the last `turn/end`; other types are skipped. Results are paired with calls
+ * as a model endpoint takes them: a call with none gets an error result, a stray one is left out.
  */
 export interface SubagentSessionEvent {
   readonly type: string;

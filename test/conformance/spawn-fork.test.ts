@@ -461,6 +461,57 @@ describe('§7.6 fork', () => {
     await run.dispose();
   });
 
+  it('seeds a fork from a log whose tool calls and results do not pair as a model endpoint takes them: a call with no result answered as an error, a result with no call (or a second one) left out', async () => {
+    // A chat-completions endpoint refuses (400) a request where a tool message answers no call of
+    // the assistant message just before it, or a call goes unanswered: before, such a seed (a
+    // turn that ended while a tool ran, a stray result) failed every fork child's first call.
+    const broken: SubagentSessionEvent[] = [
+      message('user/message', { content: text('read two files') }),
+      message('assistant/message', {
+        content: [
+          { type: 'tool-call', id: 'a1', name: 'read_file', arguments: '{"path":"notes.txt"}' },
+          { type: 'tool-call', id: 'a2', name: 'read_file', arguments: '{"path":"src/main.ts"}' },
+        ],
+      }),
+      message('tool/result', { callId: 'a2', content: text('export const answer = 42;'), isError: false }),
+      message('tool/result', { callId: 'a2', content: text('a second result for a2'), isError: false }),
+      message('turn/end', { reason: { kind: 'aborted' } }),
+      message('tool/result', { callId: 'ghost', content: text('a result for no call'), isError: false }),
+      message('user/message', { content: text('go on') }),
+      message('assistant/message', { content: text('done') }),
+      message('turn/end', { reason: { kind: 'completed' } }),
+    ];
+    const since = mark();
+    harness.fake.enqueue(textReply('forked'));
+    const run = harness.start('fork', {
+      prompt: text('continue'),
+      parent: { ...parent, session: { ...parent.session, events: broken } },
+    });
+    expect(await run.result).toEqual({ output: text('forked'), stopReason: 'completed' });
+    const messages = since()[0]!.body.messages as {
+      role: string;
+      content: string | null;
+      tool_call_id?: string;
+      tool_calls?: { id: string }[];
+    }[];
+    expect(
+      messages.slice(1).map((m) => [m.role, m.tool_call_id ?? m.tool_calls?.map((call) => call.id) ?? m.content]),
+    ).toEqual([
+      ['user', 'read two files'],
+      ['assistant', ['a1', 'a2']],
+      ['tool', 'a1'],
+      ['tool', 'a2'],
+      ['user', 'go on'],
+      ['assistant', 'done'],
+      ['user', 'continue'],
+    ]);
+    expect(messages.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual([
+      expect.stringContaining('no result'),
+      'export const answer = 42;',
+    ]);
+    await run.dispose();
+  });
+
   it('§7.6 with an empty prefix the fork is unseeded; §7.5 spawn never receives the parent log', async () => {
     const since = mark();
     harness.fake.enqueue(textReply('fresh'), textReply('spawned'));
