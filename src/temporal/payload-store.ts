@@ -84,7 +84,11 @@ class PayloadStoreDriver implements StorageDriver {
       payloads.map(async (payload) => {
         const bytes = PayloadProto.encode(payload).finish();
         const digest = sha256(bytes);
-        await this.blobs.put({ namespace, runId, digest }, bytes);
+        try {
+          await this.blobs.put({ namespace, runId, digest }, bytes);
+        } catch (err) {
+          throw this.unavailable('store', runId, err);
+        }
         return new StorageDriverClaim({ namespace, run: runId, digest });
       }),
     );
@@ -94,7 +98,12 @@ class PayloadStoreDriver implements StorageDriver {
     return Promise.all(
       claims.map(async ({ claimData }) => {
         const key = { namespace: claimData.namespace!, runId: claimData.run!, digest: claimData.digest! };
-        const bytes = await this.blobs.get(key);
+        let bytes: Uint8Array | undefined;
+        try {
+          bytes = await this.blobs.get(key);
+        } catch (err) {
+          throw this.unavailable('read', key.runId, err);
+        }
         // Not retried: a blob that is gone (or not what was written) stays so. An activity that
         // meets one fails for good; a caller gets the code.
         if (!bytes) {
@@ -111,6 +120,20 @@ class PayloadStoreDriver implements StorageDriver {
         }
         return PayloadProto.decode(bytes);
       }),
+    );
+  }
+
+  /**
+   * A store that failed (a directory not writable, a disk full, the database down), named as
+   * such: the client would report it as a failed call to the server ("Unexpected error while
+   * making gRPC request"), and a worker's failing task likewise. `UNAVAILABLE`: it may pass.
+   */
+  private unavailable(verb: 'store' | 'read', runId: string, err: unknown): SubagentError {
+    const why = err instanceof Error ? err.message : String(err);
+    return new SubagentError(
+      `the payload store "${this.name}" could not ${verb} a payload of run ${runId}: ${why}`,
+      'UNAVAILABLE',
+      { cause: err },
     );
   }
 }

@@ -3,9 +3,10 @@
 // files (the embedded default) and in PostgreSQL (deployments). A blob gone from the store is the
 // typed error PAYLOAD_MISSING; the sweeper deletes the blobs of runs the server has forgotten.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, utimesSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { type SubagentRun, TemporalSubagentService, runStarted } from '../../src';
 import { AesGcmPayloadCodec } from '../../src/temporal/codec';
@@ -133,6 +134,28 @@ describe('in files (the embedded default)', () => {
     expect(deleted).not.toContain(young);
     expect(blobsOf(live.id).length).toBeGreaterThan(0);
     await live.dispose();
+  }, 60_000);
+});
+
+describe('a store that cannot be written', () => {
+  it('rejects a start whose payload store cannot be written (a file where its directory should be) with UNAVAILABLE naming the store and why, and starts nothing', async () => {
+    // Before, the caller read "Temporal call for run … failed: Unexpected error while making
+    // gRPC request": the fault named the server, not the store, and ENOTDIR only deep in causes.
+    const dir = mkdtempSync(join(tmpdir(), 'subagent-payloads-broken-'));
+    writeFileSync(join(dir, 'not-a-directory'), '');
+    const setup = await withStore(new FilePayloadStore(join(dir, 'not-a-directory')));
+    try {
+      const run = setup.start(MARKER + 'w'.repeat(MiB), ['never']);
+      const refused = await run.result.catch((err: unknown) => err);
+      expect(refused).toMatchObject({ code: 'UNAVAILABLE' });
+      expect((refused as Error).message).toContain('payload store "files"');
+      expect((refused as Error).message).toContain('ENOTDIR');
+      await expect(setup.temporal.client.workflow.getHandle(run.id).describe()).rejects.toBeInstanceOf(
+        WorkflowNotFoundError,
+      );
+    } finally {
+      await setup.close();
+    }
   }, 60_000);
 });
 
