@@ -451,13 +451,17 @@ function payloadSweeper(client: Client, options: SubagentWorkerOptions): { start
 
 /**
  * Nested runs through `service`, the running child as their parent: its depth, its cwd, a link to
- * its run, cancelled with its turn. A nested request without `maxDepth` keeps the parent's cap,
- * so a cap set at the top holds for every descendant, in whatever process they run; its budget is
- * what remains of the parent's, narrowed by its own.
+ * its run, cancelled with its turn. A nested run keeps the parent's cap, narrowed by its own
+ * `maxDepth`, so a cap set at the top holds for every descendant, in whatever process they run;
+ * its budget is what remains of the parent's, narrowed by its own.
  */
 function delegateThrough(service: TemporalSubagentService): SubagentDelegate {
   return (provider, request, parent) => {
-    const cap = request.maxDepth ?? parent.maxDepth;
+    // Its own cap can only narrow the one above it, as its budget can, never loosen it.
+    const cap =
+      request.maxDepth === undefined || parent.maxDepth === undefined
+        ? (request.maxDepth ?? parent.maxDepth)
+        : Math.min(request.maxDepth, parent.maxDepth);
     const depth = parent.depth + 1;
     const capable = service.getProvider(provider)?.capabilities.depthLimit ?? false;
     // A provider without the capability cannot take the cap; the depth is checked here instead.

@@ -96,6 +96,19 @@ it('holds maxDepth across the process boundary: a nested run inherits the cap of
   expect((await status(parent.children[0]!)).children).toEqual([]);
 });
 
+it('keeps the cap of the run above when a nested request sets a looser maxDepth of its own', async () => {
+  // Before, a nested request's own maxDepth replaced the cap above it, so a delegation asking for
+  // 5 below a top run capped at 2 started a run at depth 3.
+  const run = start(
+    [delegating([delegating([{ reply: 'too deep' }], 'child got {child}', 5)], 'parent got {child}')],
+    2,
+  );
+  expect(await run.result).toEqual({
+    output: text('parent got child got refused: DEPTH_EXCEEDED'),
+    stopReason: 'completed',
+  });
+});
+
 it('cancels every descendant when a run is cancelled', async () => {
   const run = start([delegating([delegating([{ hang: true }], 'child got {child}')], 'parent got {child}')]);
   const childrenOf = (runId: string) =>
