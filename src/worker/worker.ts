@@ -435,13 +435,22 @@ function payloadSweeper(client: Client, options: SubagentWorkerOptions): { start
   const store = payloadStoreOf(options.dataConverter);
   const intervalMs = options.payloadSweepIntervalMs ?? PAYLOAD_SWEEP_INTERVAL_MS;
   let timer: NodeJS.Timeout | undefined;
+  let sweeping = false;
   return {
     start() {
       if (!store || intervalMs <= 0) return;
       timer = setInterval(() => {
-        sweepPayloads(client, store).catch((err: unknown) =>
-          console.warn(`subagent worker: sweeping the payload store "${store.name}" failed: ${(err as Error).message}`),
-        );
+        // One sweep at a time: one slower than the interval (many runs, a slow store) would
+        // otherwise be joined by another at every tick, each holding every run's entry.
+        if (sweeping) return;
+        sweeping = true;
+        sweepPayloads(client, store)
+          .catch((err: unknown) =>
+            console.warn(
+              `subagent worker: sweeping the payload store "${store.name}" failed: ${(err as Error).message}`,
+            ),
+          )
+          .finally(() => (sweeping = false));
       }, intervalMs);
       timer.unref();
     },

@@ -159,6 +159,55 @@ describe('a store that cannot be written', () => {
   }, 60_000);
 });
 
+describe("the worker's sweeper", () => {
+  it('starts no sweep while the one before is still going, however short its interval', async () => {
+    // Before, each tick started a sweep whatever the one before was doing: a sweep slower than
+    // its interval (many runs, a slow store) piled up sweeps, each holding every run's entry.
+    const dir = mkdtempSync(join(tmpdir(), 'subagent-payloads-sweeper-'));
+    const files = new FilePayloadStore(dir);
+    let calls = 0;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const called: (() => void)[] = [];
+    const store: SubagentPayloadStore = {
+      name: files.name,
+      put: (key, bytes) => files.put(key, bytes),
+      get: (key) => files.get(key),
+      deleteRun: (namespace, runId) => files.deleteRun(namespace, runId),
+      close: () => files.close(),
+      async runs(namespace) {
+        calls += 1;
+        called.splice(0).forEach((wake) => wake());
+        if (calls === 1) await held;
+        return files.runs(namespace);
+      },
+    };
+    const nthCall = (n: number) =>
+      new Promise<void>((resolve) => {
+        const check = () => (calls >= n ? resolve() : called.push(check));
+        check();
+      });
+    const dataConverter = converterFor(store);
+    const temporal = await connectTestTemporal('default', { dataConverter });
+    const stopWorker = await startWorker(temporal, [createScriptedProvider({ name: uniqueName('sweeper') })], {
+      dataConverter,
+      payloadSweepIntervalMs: 10,
+    });
+    try {
+      await nthCall(1);
+      // Twenty intervals while the first sweep is held: a window, not a wait for something to happen.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(calls).toBe(1);
+      release();
+      await nthCall(2); // the sweeper goes on once the sweep before has ended
+    } finally {
+      release();
+      await stopWorker();
+      await temporal.close();
+    }
+  }, 60_000);
+});
+
 describe('in PostgreSQL (deployments)', () => {
   let postgres: TestPostgres;
   let setup: Setup;
