@@ -226,9 +226,14 @@ export class FilePayloadStore implements SubagentPayloadStore {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw err;
     }
-    // A directory's modification time moves with every blob added to it.
+    // A directory's modification time moves with every blob added to it. A name no run id was
+    // encoded to is not ours: left alone, rather than failing every sweep.
+    const runs = names.flatMap((name) => {
+      const runId = decodedRunId(name);
+      return runId === undefined ? [] : [{ name, runId }];
+    });
     return Promise.all(
-      names.map(async (name) => ({ runId: decodeURIComponent(name), newestMs: (await stat(join(dir, name))).mtimeMs })),
+      runs.map(async ({ name, runId }) => ({ runId, newestMs: (await stat(join(dir, name))).mtimeMs })),
     );
   }
 
@@ -237,6 +242,16 @@ export class FilePayloadStore implements SubagentPayloadStore {
   }
 
   async close(): Promise<void> {}
+}
+
+/** The run id a run directory's name encodes, or undefined for a name none was encoded to. */
+function decodedRunId(name: string): string | undefined {
+  try {
+    const runId = decodeURIComponent(name);
+    return encodeURIComponent(runId) === name ? runId : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -1,6 +1,6 @@
 // The payload store's configuration and its driver, without a server: what the environment
 // selects, and a blob that is gone or altered read as PAYLOAD_MISSING.
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
@@ -90,6 +90,15 @@ describe('the store driver', () => {
     expect(altered).toMatchObject({ type: 'PAYLOAD_MISSING', nonRetryable: true });
     rmSync(join(runDir, blob!));
     await expect(runner.retrieve([reference!])).rejects.toMatchObject({ type: 'PAYLOAD_MISSING', nonRetryable: true });
+  });
+
+  it("lists a store's runs past a name in it that no run id was encoded to, which it leaves alone", async () => {
+    // Before, one such name (put there by another program) failed every sweep with a URIError,
+    // so no run's blobs were deleted again.
+    const own = new FilePayloadStore(mkdtempSync(join(tmpdir(), 'subagent-payloads-names-')));
+    await own.put({ namespace: 'default', runId: 'subagent:unit:4', digest: 'b'.repeat(64) }, Buffer.from('blob'));
+    mkdirSync(join(own.dir, 'default', '%zz'));
+    expect((await own.runs('default')).map((run) => run.runId)).toEqual(['subagent:unit:4']);
   });
 
   it('stores the same payload many times at once (one run, one batch) whole, and reads it back', async () => {
