@@ -22,7 +22,7 @@ import {
 } from '../helpers/temporal';
 
 const scripted = createScriptedProvider({ name: uniqueName('readers-hostile') });
-const runs = testRuns([scripted], { namespace: 'isolated' });
+const runs = testRuns([scripted]);
 
 const CLI = resolve(__dirname, '..', '..', 'src', 'cli', 'index.ts');
 
