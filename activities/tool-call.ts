@@ -4,7 +4,7 @@
 // it as a tool error; the tool's output is cut to a size the model (and one payload) can take.
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { payloadLimitViolation } from '../src/seam/constants';
-import { causeChain } from '../src/seam/errors';
+import { causeChain, messageOf } from '../src/seam/errors';
 import type { ContentBlock } from '../src/seam/content';
 import { type SubagentTool, type SubagentToolContext, type ToolCallOutcome, toolError } from '../src/seam/tool';
 import { type ActivityHost, keyedDelegation, newEntryId, runOf } from './host';
@@ -138,18 +138,6 @@ function typeOf(value: unknown): string {
  */
 export function errorText(err: unknown): string {
   return cut(messageOf(err));
-}
-
-function messageOf(err: unknown): string {
-  try {
-    return err instanceof Error ? err.message : String(err);
-  } catch {
-    try {
-      return Object.prototype.toString.call(err);
-    } catch {
-      return 'a value that cannot be read';
-    }
-  }
 }
 
 function cut(text: string): string {

@@ -4,7 +4,7 @@
 // sent again (a retry after a lost response) is the same update.
 import type { Client } from '@temporalio/client';
 import { type SubagentRunStatus, approveUpdate, statusQuery } from '../../workflows/definitions';
-import { MAX_APPROVAL_REASON_CHARS } from '../seam/constants';
+import { MAX_APPROVAL_REASON_CHARS, MAX_WORKFLOW_ID_BYTES } from '../seam/constants';
 import { SubagentError } from '../seam/errors';
 import type { SubagentApprovalDecision } from '../seam/result';
 import type { SubagentApprovalAnswer } from '../seam/run';
@@ -14,7 +14,7 @@ import { isNotFound, sendAgainIfDropped, toSubagentError } from '../temporal/err
  * The longest request id an answer can carry: its update id (`approve-<request id>`) is one of the
  * server's ids, at most 1,000 bytes.
  */
-const MAX_REQUEST_ID_BYTES = 1000 - 'approve-'.length;
+const MAX_REQUEST_ID_BYTES = MAX_WORKFLOW_ID_BYTES - 'approve-'.length;
 
 /** Deepest tree walked up from a request's run to the run answering it. */
 const MAX_TREE_DEPTH = 64;
@@ -22,8 +22,8 @@ const MAX_TREE_DEPTH = 64;
 /**
  * Answers request `requestId` of run `runId` or of a run below it. Resolves with the decision the
  * request has: this one, or the one made first (by another caller, or the timeout). A reason is
- * sent well-formed and cut at `MAX_APPROVAL_REASON_CHARS`. Rejects with `INVALID_REQUEST` for a malformed
- * answer, `UNKNOWN_APPROVAL` for a request neither the run nor any run below it made,
+ * sent well-formed and cut at `MAX_APPROVAL_REASON_CHARS`. Rejects with `INVALID_REQUEST` for a
+ * malformed answer, `UNKNOWN_APPROVAL` for a request neither the run nor any run below it made,
  * `UNKNOWN_RUN` when the run is gone.
  */
 export async function approveRequest(

@@ -1,6 +1,6 @@
 // The `subagent` tool in the shapes two agent ecosystems take: OpenAI chat-completions function
 // tools, and the Vercel AI SDK's `tool()`. Both run the same framework-neutral definition.
-import { SubagentError } from '../seam/errors';
+import { SubagentError, messageOf } from '../seam/errors';
 import type { SubagentRunEvent } from '../seam/run';
 import { type ToolCallOutcome, toolError, toolResultText } from '../seam/tool';
 import type { SubagentToolCallContext, SubagentToolDefinition } from './subagent-tool';
@@ -51,15 +51,7 @@ async function executed(
   try {
     return await tool.execute(args, context);
   } catch (err) {
-    return toolError(errorMessage(err));
-  }
-}
-
-function errorMessage(err: unknown): string {
-  try {
-    return err instanceof Error ? err.message : String(err);
-  } catch {
-    return 'the tool failed';
+    return toolError(messageOf(err));
   }
 }
 

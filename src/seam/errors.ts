@@ -97,3 +97,19 @@ export function causeChain(err: unknown): Error[] {
   for (let e: unknown = err; e instanceof Error && !chain.includes(e); e = e.cause) chain.push(e);
   return chain;
 }
+
+/**
+ * What a thrown value says, whatever it is: an Error's message, a string, or, for an Error whose
+ * message getter throws or a Proxy, what can be read of it.
+ */
+export function messageOf(err: unknown): string {
+  try {
+    return err instanceof Error ? err.message : String(err);
+  } catch {
+    try {
+      return Object.prototype.toString.call(err);
+    } catch {
+      return 'a value that cannot be read';
+    }
+  }
+}
