@@ -42,13 +42,7 @@ export function isWorkflowId(value: unknown): value is string {
 
 /** Why `name` cannot name a provider, its runs and its task queue; undefined if it can. */
 export function providerNameViolation(name: unknown): string | undefined {
-  if (typeof name !== 'string' || name === '') return 'a provider name must be a non-empty string';
-  if (!name.isWellFormed()) return `the provider name ${JSON.stringify(name)} is not well-formed text`;
-  const bytes = utf8Length(name);
-  if (bytes > MAX_PROVIDER_NAME_BYTES) {
-    return `the provider name "${name.slice(0, 40)}…" is ${bytes} bytes, over ${MAX_PROVIDER_NAME_BYTES}`;
-  }
-  return undefined;
+  return nameViolation('provider name', name, MAX_PROVIDER_NAME_BYTES);
 }
 
 /**
@@ -66,12 +60,15 @@ export const MAX_TASK_QUEUE_BYTES = MAX_WORKFLOW_ID_BYTES - '.model'.length;
  * on a queue that is not well-formed or over its limit, so every run would fail to start.
  */
 export function taskQueueViolation(queue: unknown): string | undefined {
-  if (typeof queue !== 'string' || queue === '') return 'a task queue must be a non-empty string';
-  if (!queue.isWellFormed()) return `the task queue ${JSON.stringify(queue)} is not well-formed text`;
-  const bytes = utf8Length(queue);
-  if (bytes > MAX_TASK_QUEUE_BYTES) {
-    return `the task queue "${queue.slice(0, 40)}…" is ${bytes} bytes, over ${MAX_TASK_QUEUE_BYTES}`;
-  }
+  return nameViolation('task queue', queue, MAX_TASK_QUEUE_BYTES);
+}
+
+/** Why `value` cannot be the server's name for something (`what`): empty, not well-formed, too long. */
+function nameViolation(what: string, value: unknown, maxBytes: number): string | undefined {
+  if (typeof value !== 'string' || value === '') return `a ${what} must be a non-empty string`;
+  if (!value.isWellFormed()) return `the ${what} ${JSON.stringify(value)} is not well-formed text`;
+  const bytes = utf8Length(value);
+  if (bytes > maxBytes) return `the ${what} "${value.slice(0, 40)}…" is ${bytes} bytes, over ${maxBytes}`;
   return undefined;
 }
 

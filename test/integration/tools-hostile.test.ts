@@ -5,7 +5,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type SubagentRunEvent, type SubagentTool, toolResult } from '../../src';
+import { type SubagentRun, type SubagentRunEvent, type SubagentTool, toolResult } from '../../src';
 import { textReply, toolCallReply } from '../../src/testing';
 import { createSpawnProvider } from '../../src/worker';
 import { approveUpdate } from '../../workflows/definitions';
@@ -81,6 +81,16 @@ const lastToolMessage = () =>
   (harness.fake.requests.at(-1)!.body.messages as { role: string; content: string }[]).find(
     (message) => message.role === 'tool',
   )?.content;
+
+/** The ids of the run's first `count` approval requests, as its events show them. */
+async function approvalRequests(run: SubagentRun, count = 1): Promise<string[]> {
+  const requestIds: string[] = [];
+  for await (const event of run.events!() as AsyncIterable<SubagentRunEvent>) {
+    if (event.type === 'approval-requested') requestIds.push(event.requestId);
+    if (requestIds.length === count) break;
+  }
+  return requestIds;
+}
 
 /** Calls tool `name` once; the run completes after the model read `message` as its result. */
 async function answeredOnce(_what: string, name: string, message: unknown): Promise<void> {
@@ -203,16 +213,10 @@ describe('an approval answer', () => {
     async (_what, answer) => {
       harness.fake.enqueue(toolCallReply([{ name: 'needs_approval', arguments: {} }]), textReply('left alone'));
       const run = start('do it');
-      let requestId: string | undefined;
-      for await (const event of run.events!() as AsyncIterable<SubagentRunEvent>) {
-        if (event.type === 'approval-requested') {
-          requestId = event.requestId;
-          break;
-        }
-      }
-      await expect(run.approve!(requestId!, answer as never)).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+      const [requestId] = await approvalRequests(run);
+      await expect(run.approve!(requestId, answer as never)).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
       expect((await harness.status(run.id)).pendingApprovals).toEqual([expect.objectContaining({ requestId })]);
-      await run.approve!(requestId!, 'deny');
+      await run.approve!(requestId, 'deny');
       expect(await run.result).toEqual({ output: text('left alone'), stopReason: 'completed' });
       await run.dispose();
     },
@@ -235,11 +239,7 @@ describe('an approval answer', () => {
       textReply('left alone'),
     );
     const run = start('do it');
-    const requestIds: string[] = [];
-    for await (const event of run.events!() as AsyncIterable<SubagentRunEvent>) {
-      if (event.type === 'approval-requested') requestIds.push(event.requestId);
-      if (requestIds.length === 3) break;
-    }
+    const requestIds = await approvalRequests(run, 3);
     for (const requestId of requestIds) await run.approve!(requestId, 'deny');
     expect(await run.result).toEqual({ output: text('left alone'), stopReason: 'completed' });
     expect(runs.get('undecided')).toBeUndefined();
@@ -252,11 +252,7 @@ describe('an approval answer', () => {
       textReply('left alone'),
     );
     const run = start('do it');
-    const requestIds: string[] = [];
-    for await (const event of run.events!() as AsyncIterable<SubagentRunEvent>) {
-      if (event.type === 'approval-requested') requestIds.push(event.requestId);
-      if (requestIds.length === 25) break;
-    }
+    const requestIds = await approvalRequests(run, 25);
     const [first] = requestIds as [string];
     const raw = harness.temporal.client.workflow.getHandle(run.id);
     const answer = (args: Record<string, unknown>) => raw.executeUpdate(approveUpdate, { args: [args as never] });
@@ -279,15 +275,9 @@ describe('an approval answer', () => {
   it('cuts a reason at 4,096 characters, well-formed: a reason of 1.5 MB had failed the run for good (its workflow task past the 4 MiB message limit)', async () => {
     harness.fake.enqueue(toolCallReply([{ name: 'needs_approval', arguments: {} }]), textReply('left alone'));
     const run = start('do it');
-    let requestId: string | undefined;
-    for await (const event of run.events!() as AsyncIterable<SubagentRunEvent>) {
-      if (event.type === 'approval-requested') {
-        requestId = event.requestId;
-        break;
-      }
-    }
+    const [requestId] = await approvalRequests(run);
     const reason = `\ud800${'r'.repeat(1_500_000)}`;
-    const decided = await run.approve!(requestId!, { decision: 'deny', reason });
+    const decided = await run.approve!(requestId, { decision: 'deny', reason });
     expect(decided).toEqual({
       requestId,
       decision: 'deny',
