@@ -5,6 +5,7 @@ import type { ConnectionLike } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { SUBAGENT_SEARCH_ATTRIBUTES } from '../../workflows/search-attributes';
 import { SubagentError } from '../seam/errors';
+import { GRPC_INVALID_ARGUMENT } from './errors';
 
 const { IndexedValueType } = temporal.api.enums.v1;
 const INDEXED_TYPES = {
@@ -14,7 +15,6 @@ const INDEXED_TYPES = {
 } as const;
 /** A value of each type, for a list query that names an attribute. */
 const QUERY_VALUES = { Keyword: "''", Int: '0', Double: '0' } as const;
-const GRPC_INVALID_ARGUMENT = 3;
 /** How long attributes just registered may take to be in use (a host reads them within seconds). */
 const IN_USE_TIMEOUT_MS = 30_000;
 const IN_USE_POLL_MS = 100;
