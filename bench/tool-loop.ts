@@ -54,7 +54,7 @@ export interface ToolLoopTask {
 /** How many model calls a run made, over all its Temporal runs. */
 export async function modelCalls(client: Client, runId: string): Promise<number> {
   let calls = 0;
-  for await (const { event } of runHistory(client, runId, false)) {
+  for await (const { event } of runHistory(client, runId, { follow: false })) {
     const scheduled = event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED;
     if (scheduled && event.activityTaskScheduledEventAttributes?.activityType?.name === MODEL_CALL_ACTIVITY) calls++;
   }
@@ -67,7 +67,7 @@ export async function modelCalls(client: Client, runId: string): Promise<number>
  */
 async function temporalRuns(client: Client, runId: string): Promise<string[]> {
   const runs: string[] = [];
-  for await (const { temporalRunId } of runHistory(client, runId, false)) {
+  for await (const { temporalRunId } of runHistory(client, runId, { follow: false })) {
     if (runs.at(-1) !== temporalRunId) runs.push(temporalRunId);
   }
   return runs;

@@ -18,6 +18,7 @@ import {
   decodePayload,
   decodePayloads,
   isResetPoint,
+  OpenActivities,
   runHistory,
   settledOutcome,
 } from '../temporal/run-history';
@@ -38,13 +39,22 @@ export async function exportAudit(client: Client, runId: string, signer?: AuditS
 /**
  * Yields records as the run makes history, across continue-as-new, until it closes (or only
  * what exists so far when `follow` is false). Records are not chained: `exportAudit` seals them.
+ * A server that is away for up to `reconnectWindowMs` is waited for, and the records go on.
  */
-export async function* auditDrafts(client: Client, runId: string, follow: boolean): AsyncGenerator<AuditDraft> {
+export async function* auditDrafts(
+  client: Client,
+  runId: string,
+  follow: boolean,
+  reconnectWindowMs?: number,
+): AsyncGenerator<AuditDraft> {
   const converter = client.options.loadedDataConverter;
   const reportedSegments = new Set<number>();
   const messageIds = new Set<string>();
-  const scheduled = new Map<string, { type: string; input: unknown }>();
-  for await (const { event, temporalRunId: current, time } of runHistory(client, runId, follow)) {
+  const activities = new OpenActivities();
+  for await (const { event, temporalRunId: current, time } of runHistory(client, runId, {
+    follow,
+    reconnectWindowMs,
+  })) {
     const draft = (type: string, data: unknown): AuditDraft => ({
       type,
       time,
@@ -130,12 +140,12 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
       case EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: {
         const attributes = event.activityTaskScheduledEventAttributes!;
         const [input] = await decodePayloads(converter, attributes.input?.payloads);
-        scheduled.set(`${current}/${event.eventId}`, { type: attributes.activityType?.name ?? '', input });
+        activities.scheduled(current, event.eventId, { type: attributes.activityType?.name ?? '', input });
         break;
       }
       case EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: {
         const attributes = event.activityTaskCompletedEventAttributes!;
-        const activity = scheduled.get(`${current}/${attributes.scheduledEventId}`);
+        const activity = activities.closed(current, attributes.scheduledEventId);
         if (!activity) break;
         const result = await decodePayload(converter, attributes.result?.payloads);
         for (const record of activityRecords(activity.type, activity.input, result)) {
@@ -150,7 +160,7 @@ export async function* auditDrafts(client: Client, runId: string, follow: boolea
           event.activityTaskFailedEventAttributes ??
           event.activityTaskTimedOutEventAttributes ??
           event.activityTaskCanceledEventAttributes;
-        const activity = scheduled.get(`${current}/${attributes?.scheduledEventId}`);
+        const activity = activities.closed(current, attributes?.scheduledEventId);
         const failure =
           event.activityTaskFailedEventAttributes?.failure ?? event.activityTaskTimedOutEventAttributes?.failure;
         const outcome = event.activityTaskCanceledEventAttributes

@@ -22,22 +22,29 @@ import type { SubagentApprovalDecision, SubagentApprovalRequest, SubagentResult 
 import type { SubagentProgress, SubagentRunEvent, SubagentRunEventsOptions } from '../seam/run';
 import {
   EventType,
+  OpenActivities,
   approvalChange,
   closedOutcome,
   decodePayload,
   decodePayloads,
+  type RunHistoryOptions,
   runHistory,
   runInput,
   settledOutcome,
 } from '../temporal/run-history';
+import { DEFAULT_RECONNECT_WINDOW_MS } from '../temporal/errors';
 
 const SUMMARY_CHARS = 200;
 
-/** The run's progress events from `from` on, with its nested runs' if asked; see `SubagentRun.events`. */
+/**
+ * The run's progress events from `from` on, with its nested runs' if asked; see `SubagentRun.events`.
+ * A server that is away for up to `reconnectWindowMs` is waited for, and the events go on.
+ */
 export async function* runEvents(
   client: Client,
   runId: string,
   { from = 0, follow = true, nested = false }: SubagentRunEventsOptions = {},
+  reconnectWindowMs = DEFAULT_RECONNECT_WINDOW_MS,
 ): AsyncGenerator<SubagentRunEvent> {
   const firstOffsets = typeof from === 'number' ? { [runId]: from } : from;
   for (const [id, offset] of Object.entries(firstOffsets)) {
@@ -50,10 +57,12 @@ export async function* runEvents(
   }
   const firstOf = (id: string) => firstOffsets[id] ?? 0;
   if (!nested) {
-    for await (const event of runStream(client, runId, follow)) if (event.offset >= firstOf(runId)) yield event;
+    for await (const event of runStream(client, runId, { follow, reconnectWindowMs })) {
+      if (event.offset >= firstOf(runId)) yield event;
+    }
     return;
   }
-  yield* treeEvents(client, runId, follow, firstOf);
+  yield* treeEvents(client, runId, follow, firstOf, reconnectWindowMs);
 }
 
 /**
@@ -67,6 +76,7 @@ async function* treeEvents(
   rootId: string,
   follow: boolean,
   firstOf: (runId: string) => number,
+  reconnectWindowMs: number,
 ): AsyncGenerator<SubagentRunEvent> {
   const stop = new AbortController();
   type Next = { stream: AsyncGenerator<SubagentRunEvent>; next: IteratorResult<SubagentRunEvent> };
@@ -90,7 +100,7 @@ async function* treeEvents(
     );
   const open = (runId: string, follows: boolean, signal?: AbortSignal) => {
     reached.set(runId, reached.get(runId) ?? 0);
-    const stream = runStream(client, runId, follows, signal);
+    const stream = runStream(client, runId, { follow: follows, signal, reconnectWindowMs });
     streams.set(stream, runId);
     read(stream);
   };
@@ -132,12 +142,7 @@ async function* treeEvents(
 }
 
 /** Every progress event of one run, from offset 0, as its history records them. */
-async function* runStream(
-  client: Client,
-  runId: string,
-  follow: boolean,
-  signal?: AbortSignal,
-): AsyncGenerator<SubagentRunEvent> {
+async function* runStream(client: Client, runId: string, reading: RunHistoryOptions): AsyncGenerator<SubagentRunEvent> {
   const converter = client.options.loadedDataConverter;
   let offset = 0;
   let depth = 0;
@@ -146,8 +151,8 @@ async function* runStream(
   let openTurn: number | undefined;
   const settledSegments = new Set<number>();
   const messageIds = new Set<string>();
-  const scheduled = new Map<string, { type: string; input: unknown }>();
-  for await (const { event, temporalRunId, time } of runHistory(client, runId, follow, signal)) {
+  const activities = new OpenActivities();
+  for await (const { event, temporalRunId, time } of runHistory(client, runId, reading)) {
     const progress: SubagentProgress[] = [];
     switch (event.eventType) {
       case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
@@ -194,13 +199,13 @@ async function* runStream(
         const attributes = event.activityTaskScheduledEventAttributes!;
         const type = attributes.activityType?.name ?? '';
         const input = await decodePayload(converter, attributes.input?.payloads);
-        scheduled.set(`${temporalRunId}/${event.eventId}`, { type, input });
+        activities.scheduled(temporalRunId, event.eventId, { type, input });
         progress.push(...started(type, input));
         break;
       }
       case EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: {
         const attributes = event.activityTaskCompletedEventAttributes!;
-        const activity = scheduled.get(`${temporalRunId}/${attributes.scheduledEventId}`);
+        const activity = activities.closed(temporalRunId, attributes.scheduledEventId);
         if (!activity) break;
         progress.push(...completed(activity, await decodePayload(converter, attributes.result?.payloads)));
         break;
@@ -208,10 +213,14 @@ async function* runStream(
       case EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED:
       case EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: {
         const attributes = event.activityTaskFailedEventAttributes ?? event.activityTaskTimedOutEventAttributes;
-        const activity = scheduled.get(`${temporalRunId}/${attributes?.scheduledEventId}`);
+        const activity = activities.closed(temporalRunId, attributes?.scheduledEventId);
         if (activity) progress.push(...failed(activity, attributes?.failure?.message ?? 'the activity failed'));
         break;
       }
+      case EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED:
+        // A cancelled turn or call: the turn's end or the run's close says what became of it.
+        activities.closed(temporalRunId, event.activityTaskCanceledEventAttributes?.scheduledEventId);
+        break;
       case EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
       case EventType.EVENT_TYPE_MARKER_RECORDED: {
         const change = await approvalChange(converter, event);

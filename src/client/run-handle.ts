@@ -29,7 +29,7 @@ import { SubagentEvents } from './events';
 import { approveRequest } from './run-approvals';
 import { runEvents } from './run-events';
 import { type ObservedOutcome, OutcomeQueryMissing, segmentOutcome } from './run-outcomes';
-import { isTaskFailing, isUnreachable, isUpdateDropped, toSubagentError } from '../temporal/errors';
+import { isTaskFailing, isUnreachable, isUpdateDropped, ridingOutOutages, toSubagentError } from '../temporal/errors';
 import { assertPayloadWithin, contentBlocks, readCallerInput } from './validate';
 
 export interface RunHandleContext {
@@ -155,7 +155,7 @@ export class RunHandle {
   /** The run's progress events, once it exists on the server (see `runEvents`). */
   private async *events(options?: SubagentRunEventsOptions): AsyncGenerator<SubagentRunEvent> {
     await this.started;
-    yield* runEvents(this.context.client, this.init.runId, options);
+    yield* runEvents(this.context.client, this.init.runId, options, this.context.reconnectWindowMs);
   }
 
   private emitEvents(result: Promise<SubagentResult>): void {
@@ -219,23 +219,9 @@ export class RunHandle {
     }
   }
 
-  /**
-   * `call`, retried with backoff while the server is unreachable (down, restarting) for at most
-   * `reconnectWindowMs`; any other failure, and one `isFinal` names, rejects at once.
-   */
-  private async ridingOutOutages<T>(
-    call: () => Promise<T>,
-    isFinal: (err: unknown) => boolean = () => false,
-  ): Promise<T> {
-    const since = Date.now();
-    for (let backoff = 100; ; backoff = Math.min(backoff * 2, 5000)) {
-      try {
-        return await call();
-      } catch (err) {
-        if (isFinal(err) || !isUnreachable(err) || Date.now() - since > this.context.reconnectWindowMs) throw err;
-        await new Promise((resolve) => setTimeout(resolve, backoff));
-      }
-    }
+  /** `call`, riding out an unreachable server for the reconnect window (see `ridingOutOutages`). */
+  private ridingOutOutages<T>(call: () => Promise<T>, isFinal?: (err: unknown) => boolean): Promise<T> {
+    return ridingOutOutages(call, { windowMs: this.context.reconnectWindowMs, isFinal });
   }
 
   private cancel(reason?: string): void {

@@ -43,13 +43,10 @@ import { SubagentEventListener, SubagentEventName, SubagentEvents } from './even
 import { RunHandle, RunHandleContext, StopAtStart, withinDeadline } from './run-handle';
 import { resolveRunSettings } from './run-settings';
 import { assertPayloadWithin, readCallerInput, resolveStartRequest } from './validate';
-import { unknownSearchAttribute } from '../temporal/errors';
+import { DEFAULT_RECONNECT_WINDOW_MS, unknownSearchAttribute } from '../temporal/errors';
 
 /** Deadline of the call that creates a run or a resume on the server. */
 const DEFAULT_START_TIMEOUT_MS = 10_000;
-
-/** How long waiting for a result rides out an unreachable server before it gives up. */
-const DEFAULT_RECONNECT_WINDOW_MS = 10 * 60_000;
 
 export interface TemporalSubagentServiceOptions {
   /** The Temporal client runs are started with; its namespace is the runs' namespace. */

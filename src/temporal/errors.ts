@@ -2,6 +2,7 @@
 // server is away for a moment, which are one of its limits, and the code each maps to.
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure, NamespaceNotFoundError } from '@temporalio/common';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { SUBAGENT_ERROR_CODES, SubagentError, SubagentErrorCode, causeChain } from '../seam/errors';
 
 export const GRPC_INVALID_ARGUMENT = 3;
@@ -22,6 +23,36 @@ export function isUnreachable(err: unknown): boolean {
     grpcCodes(err).some((code) => code === GRPC_UNAVAILABLE || code === GRPC_DEADLINE_EXCEEDED) ||
     causeChain(err).some((e) => /^transport error/.test(e.message))
   );
+}
+
+/** How long a reader or a caller rides out an unreachable server before it gives up, unless told otherwise. */
+export const DEFAULT_RECONNECT_WINDOW_MS = 10 * 60_000;
+
+/**
+ * `call`, made again with backoff (100 ms, doubling to 5 s) while the server is unreachable (down,
+ * restarting), for at most `windowMs` from the first failure; any other failure, one `isFinal`
+ * names, and an abort of `signal` reject at once.
+ */
+export async function ridingOutOutages<T>(
+  call: () => Promise<T>,
+  {
+    windowMs,
+    isFinal = () => false,
+    signal,
+  }: { windowMs: number; isFinal?: (err: unknown) => boolean; signal?: AbortSignal },
+): Promise<T> {
+  let since: number | undefined;
+  for (let backoff = 100; ; backoff = Math.min(backoff * 2, 5000)) {
+    try {
+      return await call();
+    } catch (err) {
+      since ??= Date.now();
+      if (isFinal(err) || !isUnreachable(err) || Date.now() - since >= windowMs || signal?.aborted) throw err;
+      await sleep(backoff, undefined, { signal }).catch(() => {
+        throw err;
+      });
+    }
+  }
 }
 
 /**

@@ -17,7 +17,7 @@ import {
 } from '../../workflows/definitions';
 import { isWorkflowId } from '../seam/constants';
 import { SubagentError, causeChain } from '../seam/errors';
-import { isNotFound, sealedWithoutCodec } from './errors';
+import { DEFAULT_RECONNECT_WINDOW_MS, isNotFound, ridingOutOutages, sealedWithoutCodec } from './errors';
 import { retrievePayloads } from './payload-store';
 
 export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -92,6 +92,33 @@ export async function closedOutcome(converter: LoadedDataConverter, event: Histo
   return (await decodePayload(converter, payloads)) as SubagentRunOutcome;
 }
 
+/** An activity a run's history scheduled: its type and its decoded input. */
+export interface ScheduledActivity {
+  type: string;
+  input: unknown;
+}
+
+/**
+ * The activities a reader has seen scheduled and not yet closed, by Temporal run and scheduled
+ * event. Each closes once, so a follower holds only what is in flight, however long it follows.
+ */
+export class OpenActivities {
+  private readonly open = new Map<string, ScheduledActivity>();
+
+  /** The activity scheduled at event `eventId` (as history holds ids: a number or a Long). */
+  scheduled(temporalRunId: string, eventId: unknown, activity: ScheduledActivity): void {
+    this.open.set(`${temporalRunId}/${eventId}`, activity);
+  }
+
+  /** The activity that `scheduledEventId` names, forgotten: it has closed. */
+  closed(temporalRunId: string, scheduledEventId: unknown): ScheduledActivity | undefined {
+    const key = `${temporalRunId}/${scheduledEventId}`;
+    const activity = this.open.get(key);
+    this.open.delete(key);
+    return activity;
+  }
+}
+
 /** One event of a run's history, with the Temporal run it belongs to and when it happened. */
 export interface RunHistoryEvent {
   event: HistoryEvent;
@@ -100,18 +127,28 @@ export interface RunHistoryEvent {
   time: string;
 }
 
+export interface RunHistoryOptions {
+  /** Wait for new events until the run closes; otherwise read only what exists so far. */
+  follow: boolean;
+  /** Aborts a long poll in flight, and the wait between reads while the server is away. */
+  signal?: AbortSignal;
+  /** How long a read rides out an unreachable server (down, restarting) before the history rejects. */
+  reconnectWindowMs?: number;
+}
+
 /**
  * The run's history events in order, Temporal run after Temporal run across continue-as-new, until
  * the run closes (or only what exists so far when `follow` is false). Rejects with `UNKNOWN_RUN`
- * for an id with no workflow; `signal` aborts a long poll in flight.
+ * for an id with no workflow. A server that is away is waited for, and the reading goes on where it
+ * was.
  */
 export async function* runHistory(
   client: Client,
   runId: string,
-  follow: boolean,
-  signal?: AbortSignal,
+  { follow, signal, reconnectWindowMs = DEFAULT_RECONNECT_WINDOW_MS }: RunHistoryOptions,
 ): AsyncGenerator<RunHistoryEvent> {
-  let temporalRunId: string | undefined = await firstRunId(client, runId);
+  const ridingOut = <T>(call: () => Promise<T>) => ridingOutOutages(call, { windowMs: reconnectWindowMs, signal });
+  let temporalRunId: string | undefined = await ridingOut(() => firstRunId(client, runId));
   /** A run a reset made: its first events are copies of those read already, up to its reset point. */
   let resetRun = false;
   while (temporalRunId) {
@@ -119,14 +156,14 @@ export async function* runHistory(
     temporalRunId = undefined;
     let copied = resetRun;
     resetRun = false;
-    for await (const event of historyEvents(client, runId, current, follow, signal)) {
+    for await (const event of historyEvents(client, runId, current, follow, ridingOut, signal)) {
       if (copied) {
         copied = !isResetPoint(event, current);
         if (copied) continue;
       }
       if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED) {
         // A reset ends the run it resets so: the run goes on in the run the reset made.
-        temporalRunId = await resetRunOf(client, runId, current);
+        temporalRunId = await ridingOut(() => resetRunOf(client, runId, current));
         if (temporalRunId) {
           resetRun = true;
           break;
@@ -203,12 +240,16 @@ export function eventIdOf(event: HistoryEvent): number {
   return Number(event.eventId ?? 0);
 }
 
-/** One Temporal run's events; with `follow`, waiting for new ones until the run closes. */
+/**
+ * One Temporal run's events; with `follow`, waiting for new ones until the run closes. Each read
+ * goes through `ridingOut`, which waits out a server that is away.
+ */
 async function* historyEvents(
   client: Client,
   workflowId: string,
   runId: string,
   follow: boolean,
+  ridingOut: <T>(call: () => Promise<T>) => Promise<T>,
   signal: AbortSignal | undefined,
 ): AsyncGenerator<HistoryEvent> {
   let nextPageToken: Uint8Array | undefined;
@@ -223,7 +264,7 @@ async function* historyEvents(
       });
     let response: Awaited<ReturnType<typeof read>>;
     try {
-      response = await (signal ? client.connection.withAbortSignal(signal, read) : read());
+      response = await ridingOut(() => (signal ? client.connection.withAbortSignal(signal, read) : read()));
     } catch (err) {
       if (!nextPageToken || !isStalePageToken(err)) throw err;
       nextPageToken = undefined;

@@ -1,11 +1,13 @@
 // Faults (b) and (c): the Temporal server itself stopped and restarted on its database file, with
 // workers as child processes. Runs in flight complete; a run parked for resume survives a restart
 // of both the server and its worker and resumes; a steering message sent while the server is down
-// reaches the child once it is back, or, past the reconnect window, is reported and not lost.
+// reaches the child once it is back, or, past the reconnect window, is reported and not lost; a
+// follower of a run's events and audit records reads on across the outage.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { SubagentMessageUndeliveredInfo, SubagentRun } from '../../src';
+import type { SubagentMessageUndeliveredInfo, SubagentRun, SubagentRunEvent } from '../../src';
+import { type AuditDraft, auditDrafts } from '../../src/audit';
 import {
   createScriptedProvider,
   DevServer,
@@ -123,6 +125,45 @@ it('resumes a parked run after both the server and its worker restarted', async 
   const resumed = attached.resume!(text('again'));
   expect(await resumed.result).toEqual({ output: text('resumed after remember me'), stopReason: 'completed' });
   await resumed.dispose();
+}, 120_000);
+
+it('follows a run’s events and its audit records across a server restart, missing none and repeating none', async () => {
+  const worker = await startWorker();
+  const gates = turnGates();
+  const run = service.start(name, {
+    prompt: text('watched through the outage'),
+    parent: { id: 'p' },
+    agentOptions: { script: [{ waitFor: gates.waitFor, reply: 'after the outage' }] },
+  });
+  const events: SubagentRunEvent[] = [];
+  const records: AuditDraft[] = [];
+  const following = (async () => {
+    for await (const event of run.events!()) events.push(event);
+  })();
+  await eventually(() => (events.some((event) => event.type === 'turn-start') ? true : undefined));
+  const logging = (async () => {
+    for await (const record of auditDrafts(temporal.client, run.id, true)) records.push(record);
+  })();
+  await eventually(() => (records.some((record) => record.type === 'start') ? true : undefined));
+  // Both followers are in a long poll when the server goes away, for longer than the client retries.
+  await server.stop();
+  await sleep(OUTAGE_MS);
+  server = await startServer();
+  gates.open(run.id, 0);
+  expect(await run.result).toEqual({ output: text('after the outage'), stopReason: 'completed' });
+  await run.dispose();
+  await Promise.all([following, logging]);
+
+  // What they followed is what the history holds, read after the fact.
+  const read: SubagentRunEvent[] = [];
+  for await (const event of run.events!({ follow: false })) read.push(event);
+  expect(events).toEqual(read);
+  expect(events.at(-1)).toMatchObject({ type: 'closed', closedBy: 'disposed' });
+  const audit: AuditDraft[] = [];
+  for await (const record of auditDrafts(temporal.client, run.id, false)) audit.push(record);
+  expect(records).toEqual(audit);
+  expect(records.at(-1)?.type).toBe('close');
+  await worker.kill();
 }, 120_000);
 
 it('delivers a message sent while the server is down once it is back, past the client’s own retries', async () => {

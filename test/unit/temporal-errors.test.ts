@@ -5,11 +5,12 @@ import {
   isTaskFailing,
   isUnreachable,
   isUpdateDropped,
+  ridingOutOutages,
   sendAgainIfDropped,
   toSubagentError,
   unknownSearchAttribute,
 } from '../../src/temporal/errors';
-import { isStalePageToken } from '../../src/temporal/run-history';
+import { OpenActivities, isStalePageToken } from '../../src/temporal/run-history';
 
 /** A gRPC error as the client surfaces it: a status code, maybe wrapped. */
 const grpcError = (code: number, message: string) => Object.assign(new Error(message), { code });
@@ -113,4 +114,43 @@ it('reads only an unknown search attribute as one, not a refusal that merely men
   const tooLarge = grpcError(3, 'search attribute SubagentParentRunId value size 2100 exceeds size limit 2048');
   expect(unknownSearchAttribute(notRead)).toBeUndefined();
   expect(unknownSearchAttribute(tooLarge)).toBeUndefined();
+});
+
+it('rides out an unreachable server within its window, and nothing else', async () => {
+  const down = grpcError(14, 'connection refused');
+  let calls = 0;
+  const backSoon = () => (++calls < 3 ? Promise.reject(down) : Promise.resolve('read'));
+  await expect(ridingOutOutages(backSoon, { windowMs: 60_000 })).resolves.toBe('read');
+  expect(calls).toBe(3);
+
+  calls = 0;
+  const limited = grpcError(8, 'rate limit exceeded');
+  const refusing = () => (++calls, Promise.reject(limited));
+  await expect(ridingOutOutages(refusing, { windowMs: 60_000 })).rejects.toBe(limited);
+  expect(calls).toBe(1);
+
+  calls = 0;
+  const away = () => (++calls, Promise.reject(down));
+  await expect(ridingOutOutages(away, { windowMs: 0 })).rejects.toBe(down);
+  expect(calls).toBe(1);
+  await expect(ridingOutOutages(away, { windowMs: 60_000, isFinal: (err) => err === down })).rejects.toBe(down);
+  expect(calls).toBe(2);
+
+  // An abort ends the wait between calls at once, with the failure it was waiting out.
+  const stop = new AbortController();
+  const waiting = ridingOutOutages(away, { windowMs: 60_000, signal: stop.signal });
+  await new Promise((resolve) => setImmediate(resolve));
+  stop.abort();
+  await expect(waiting).rejects.toBe(down);
+  expect(calls).toBe(3);
+});
+
+it('forgets an activity a reader saw close, so a follower holds only what is in flight', () => {
+  const activities = new OpenActivities();
+  activities.scheduled('run-1', 5, { type: 'turn', input: { prompt: 'x' } });
+  activities.scheduled('run-2', 5, { type: 'modelCall', input: {} });
+  expect(activities.closed('run-1', 5)).toEqual({ type: 'turn', input: { prompt: 'x' } });
+  expect(activities.closed('run-1', 5)).toBeUndefined();
+  expect(activities.closed('run-2', 5)).toEqual({ type: 'modelCall', input: {} });
+  expect(activities.closed('run-2', 6)).toBeUndefined();
 });
