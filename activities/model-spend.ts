@@ -4,6 +4,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure } from '@temporalio/common';
 import { causeChain } from '../src/seam/errors';
+import { MAX_TIMER_MS } from '../src/seam/constants';
 import type { SubagentAgentProvider, SubagentModelPrices } from '../src/seam/provider';
 import type { TranscriptEntry } from '../src/seam/request';
 import type { SubagentUsage } from '../src/seam/result';
@@ -51,7 +52,8 @@ export function tokenAdmission(
       reserved = tokens;
       if (startAt > Date.now()) {
         setDetails({ rateLimitedUntil: startAt });
-        await sleep(startAt - Date.now(), undefined, { signal });
+        // A Node timer past MAX_TIMER_MS fires at once: a longer wait takes several.
+        while (startAt > Date.now()) await sleep(Math.min(startAt - Date.now(), MAX_TIMER_MS), undefined, { signal });
         setDetails(undefined);
       }
       return undefined;
@@ -59,8 +61,11 @@ export function tokenAdmission(
     async charge(usage) {
       const over = usage ? usage.promptTokens + usage.completionTokens - reserved : 0;
       if (over <= 0 || !chargeTokens) return;
-      // Best effort: a lost charge only lets the next calls leave a little early.
-      await chargeTokens(provider.name, { ...quota, tokens: over }).catch(() => undefined);
+      // Best effort: a lost charge only lets the next calls leave a little early. A call that
+      // reports more than the whole bucket (an endpoint's usage can say anything) is charged the
+      // bucket: its next calls wait one burst's refill, not days.
+      const tokens = Math.min(over, quota.burst);
+      await chargeTokens(provider.name, { ...quota, tokens }).catch(() => undefined);
     },
   };
 }

@@ -26,7 +26,9 @@
 // malformed-message`) a parked run drops a `sendMessage` signal whose content is not content, then
 // is disposed.
 // The token limiter's workflow has versions of its own: v1 (`v1 limiter-continued limiter-ended`,
-// files `token-limiter-v1-*.json`) reservations that wait, a charge, a continue-as-new, and the end.
+// files `token-limiter-v1-*.json`) reservations that wait, a charge, a continue-as-new, and the end;
+// v2 (`v2 limiter-malformed`) the last run of such a limiter ignoring a raw client's charges of null
+// and of Infinity tokens.
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -54,6 +56,7 @@ import {
 import {
   SUBAGENT_RUN_WORKFLOW,
   type SubagentRunInput,
+  chargeTokensSignal,
   childStartedSignal,
   sendMessageSignal,
   statusQuery,
@@ -306,6 +309,10 @@ async function main(): Promise<void> {
     await Promise.all(limitedRuns.map((run) => run.result));
     await Promise.all(limitedRuns.map((run) => run.dispose()));
     const limiter = tokenLimiterId('limited');
+    // Charges a raw client may send and ours never do: ignored (since v2).
+    const limiterHandle = temporal.client.workflow.getHandle(limiter);
+    await limiterHandle.signal(chargeTokensSignal, null as never);
+    await limiterHandle.signal(chargeTokensSignal, { tokensPerMinute: 30_000, burst: 600, tokens: Infinity });
     const limiterRuns = await untilClosed(limiter);
 
     // One agent-loop turn long enough to continue as new between two of its model calls.
@@ -353,6 +360,7 @@ async function main(): Promise<void> {
       // The token limiter's recordings are versioned on their own (`v1 limiter-continued limiter-ended`).
       ['limiter-continued', limiter, limiterRuns[0], 'token-limiter'],
       ['limiter-ended', limiter, limiterRuns.at(-1), 'token-limiter'],
+      ['limiter-malformed', limiter, limiterRuns.at(-1), 'token-limiter'],
     ];
     // A version that changes one path records only the labels given after it.
     const chosen = recordings.filter(([label, , , workflow]) =>

@@ -10,6 +10,7 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  patched,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -20,6 +21,14 @@ import { type TokenBucketState, type TokenLimiterInput, chargeTokensSignal, rese
 const RESERVATIONS_PER_RUN = 500;
 /** How long a full bucket waits for a call before its workflow ends (the next call would start it again). */
 const LINGER_MS = 60_000;
+
+/**
+ * A charge our workers never send (a raw client's: no arguments, null, a number that is not finite,
+ * more tokens than the bucket holds) is ignored. Before, null failed every workflow task of the
+ * limiter, so no call of the provider left, fleet-wide; Infinity put the bucket in a debt it never
+ * paid. Asked with `patched()`, and only by a limiter that gets one.
+ */
+export const MALFORMED_CHARGES_PATCH = 'malformed-charges-ignored';
 
 export async function tokenLimiterWorkflow(input: TokenLimiterInput): Promise<void> {
   let bucket = input.bucket;
@@ -47,6 +56,7 @@ export async function tokenLimiterWorkflow(input: TokenLimiterInput): Promise<vo
     { validator: validateReservation },
   );
   setHandler(chargeTokensSignal, (args) => {
+    if (!isCharge(args) && patched(MALFORMED_CHARGES_PATCH)) return;
     if (!(args.tokens > 0 && args.tokensPerMinute > 0 && args.burst > 0)) return;
     const touched = touch(args);
     bucket = { level: touched.level - args.tokens, at: touched.at };
@@ -82,6 +92,13 @@ function validateReservation({ tokens, tokensPerMinute, burst }: ReserveTokensAr
       'OVER_TOKEN_BURST',
     );
   }
+}
+
+/** A charge as our workers send it: finite, positive numbers, and no more tokens than the bucket holds. */
+function isCharge(args: unknown): boolean {
+  const { tokens, tokensPerMinute, burst } = (args ?? {}) as Partial<TokenQuota & { tokens: unknown }>;
+  const positive = (value: unknown) => typeof value === 'number' && Number.isFinite(value) && value > 0;
+  return positive(tokens) && positive(tokensPerMinute) && positive(burst) && (tokens as number) <= burst!;
 }
 
 /** `bucket` refilled at `quota`'s rate from when it was last touched until `now`, up to the burst; a new bucket starts full. */

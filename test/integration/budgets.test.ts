@@ -10,6 +10,7 @@ import { errorReply, startFakeOpenAI, textReply, toolCallReply } from '../../src
 import { builtinFileTools, createDelegationTool, createSpawnProvider } from '../../src/worker';
 import { fakeModelHarness } from '../helpers/fake-model';
 import { connectTestTemporal, newService, startWorker, text, uniqueName } from '../helpers/temporal';
+import { chargeTokensSignal, tokenLimiterId } from '../../workflows/definitions';
 
 const cwd = mkdtempSync(join(tmpdir(), 'subagent-budgets-'));
 writeFileSync(join(cwd, 'notes.txt'), 'notes\n');
@@ -306,3 +307,61 @@ it('ends a call that no wait lets through (over the token burst) with error, bef
     await stop();
   }
 });
+
+/** A provider with a token quota of 10,000 tokens a second from a bucket of 10,000, on a worker of its own. */
+async function limitedProvider(label: string) {
+  const provider = createSpawnProvider({
+    name: uniqueName(label),
+    tools: [],
+    endpoint: {
+      baseURL: harness.fake.baseURL,
+      model: 'fake-model',
+      maxTokens: 40,
+      tokensPerMinute: 600_000,
+      tokenBurst: 10_000,
+    },
+  });
+  const stop = await startWorker(harness.temporal, [provider]);
+  const service = newService(harness.temporal);
+  service.registerProvider(provider);
+  const run = (prompt: string) => service.start(provider.name, { prompt: text(prompt), parent });
+  return { provider, stop, run };
+}
+
+it('charges a call that reports more than its whole token bucket only the bucket: the next call waits a second, not days', async () => {
+  const { stop, run } = await limitedProvider('absurd-usage');
+  try {
+    // 200 million tokens, 20,000 minutes of this quota: the next call waited that long.
+    harness.fake.setHandler(() => textReply('claimed a lot', { usage: usage(1e8, 1e8) }));
+    const first = run('x');
+    expect((await first.result).stopReason).toBe('completed');
+    harness.fake.setHandler(() => textReply('after'));
+    const second = run('y');
+    expect(await second.result).toMatchObject({ stopReason: 'completed', output: text('after') });
+    await Promise.all([first.dispose(), second.dispose()]);
+  } finally {
+    await stop();
+  }
+}, 60_000);
+
+it("ignores a raw client's charge that is no charge: the provider's calls still leave", async () => {
+  const { provider, stop, run } = await limitedProvider('malformed-charge');
+  try {
+    harness.fake.setHandler(() => textReply('done'));
+    const first = run('x');
+    expect((await first.result).stopReason).toBe('completed');
+    // The limiter lingers, full: charges no worker of ours sends. Null failed every workflow task
+    // of the limiter (no call of the provider left again), Infinity put it in debt for ever.
+    const limiter = harness.temporal.client.workflow.getHandle(tokenLimiterId(provider.name));
+    const quota = { tokensPerMinute: 600_000, burst: 10_000 };
+    await limiter.signal(chargeTokensSignal, null as never);
+    await limiter.signal('chargeTokens');
+    await limiter.signal(chargeTokensSignal, { ...quota, tokens: Infinity });
+    await limiter.signal(chargeTokensSignal, { ...quota, tokens: 1e300 });
+    const second = run('y');
+    expect((await second.result).stopReason).toBe('completed');
+    await Promise.all([first.dispose(), second.dispose()]);
+  } finally {
+    await stop();
+  }
+}, 60_000);

@@ -43,7 +43,7 @@ describe('replay', () => {
     (file) => (file.startsWith('subagent-run-') || file.startsWith('token-limiter-')) && file.endsWith('.json'),
   );
 
-  it("has recorded histories of each shipped workflow version: the run's v1, v2 with its patched paths, v3 to v14, and the overwritten ones; the token limiter's v1", () => {
+  it("has recorded histories of each shipped workflow version: the run's v1, v2 with its patched paths, v3 to v16, and the overwritten ones; the token limiter's v1 and v2", () => {
     expect(files).toEqual(
       expect.arrayContaining([
         ...['start', 'resumed', 'structured', 'agent-loop'].map((label) => `subagent-run-v1-${label}.json`),
@@ -64,7 +64,10 @@ describe('replay', () => {
         ...['nested-parent', 'nested-child'].map((label) => `subagent-run-v12-${label}.json`),
         ...[...V11_LABELS, 'nested-parent', 'nested-child'].map((label) => `subagent-run-v13-${label}.json`),
         ...['parked-nested-parent', 'parked-nested-child'].map((label) => `subagent-run-v14-${label}.json`),
+        ...['unnameable-parent', 'unnameable-child'].map((label) => `subagent-run-v15-${label}.json`),
+        'subagent-run-v16-malformed-message.json',
         ...['continued', 'ended'].map((label) => `token-limiter-v1-${label}.json`),
+        'token-limiter-v2-malformed.json',
         ...['start', 'resumed'].map((label) => `subagent-run-v1-${label}.ec5e0de.json`),
         ...['start', 'resumed', 'structured'].map((label) => `subagent-run-v1-${label}.d523cac.json`),
         ...['start', 'resumed', 'structured', 'agent-loop'].map((label) => `subagent-run-v1-${label}.ad44515.json`),
