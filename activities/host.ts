@@ -25,7 +25,7 @@ import {
   type TextDeltaArgs,
   type TurnActivityInput,
 } from './types';
-import type { SubagentNestedStartRequest, TranscriptEntry } from '../src/seam/request';
+import type { SubagentNestedStartRequest, SubagentSessionEvent, TranscriptEntry } from '../src/seam/request';
 
 export interface ActivityDependencies {
   providers: ReadonlyMap<string, SubagentHostedProvider>;
@@ -344,20 +344,25 @@ export function keyedDelegation(
   delegate: SubagentDelegate,
   activityRun: SubagentDelegatingRun,
   callKey: string,
-): (provider: string, request: SubagentNestedStartRequest) => SubagentRun {
+): (
+  provider: string,
+  request: SubagentNestedStartRequest,
+  parentEvents?: readonly SubagentSessionEvent[],
+) => SubagentRun {
   const made = new Map<string, number>();
   // Made at the first delegation: most activities delegate nothing.
   let parent: SubagentDelegatingRun | undefined;
-  return (provider, request) => {
+  return (provider, request, parentEvents) => {
     parent ??= { ...activityRun, signal: cancelledByItsRun(activityRun.signal) };
-    if (request.idempotencyKey !== undefined) return delegate(provider, request, parent);
+    const as = parentEvents === undefined ? parent : { ...parent, events: parentEvents };
+    if (request.idempotencyKey !== undefined) return delegate(provider, request, as);
     const { signal: _signal, ...wire } = request;
     const fingerprint = createHash('sha256')
       .update(canonicalJson({ provider, request: wire }))
       .digest('hex');
     const nth = made.get(fingerprint) ?? 0;
     made.set(fingerprint, nth + 1);
-    return delegate(provider, { ...request, idempotencyKey: `${callKey}/${fingerprint}/${nth}` }, parent);
+    return delegate(provider, { ...request, idempotencyKey: `${callKey}/${fingerprint}/${nth}` }, as);
   };
 }
 

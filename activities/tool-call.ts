@@ -6,6 +6,8 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { payloadLimitViolation } from '../src/seam/constants';
 import { causeChain, messageOf } from '../src/seam/errors';
 import type { ContentBlock } from '../src/seam/content';
+import { sessionLogOf, turnInFlightStart } from '../src/seam/delegation';
+import type { SubagentSessionEvent } from '../src/seam/request';
 import { type SubagentTool, type SubagentToolContext, type ToolCallOutcome, toolError } from '../src/seam/tool';
 import { type ActivityHost, keyedDelegation, newEntryId, runOf } from './host';
 import type { ToolActivityInput, ToolActivityResult } from './types';
@@ -40,7 +42,12 @@ export function toolActivities(host: ActivityHost): Record<string, ToolActivity>
             runId,
             callId: input.callId,
             callKey,
-            ...(deps.delegate ? { delegate: keyedDelegation(deps.delegate, parent, callKey) } : {}),
+            ...(deps.delegate
+              ? {
+                  delegate: keyedDelegation(deps.delegate, parent, callKey),
+                  completedTurns: () => completedTurns(runId),
+                }
+              : {}),
           }).catch((err: unknown) => {
             throw reportable(err);
           });
@@ -48,6 +55,15 @@ export function toolActivities(host: ActivityHost): Record<string, ToolActivity>
         return { ...outcome, resultId: cacheToolResult(host, runId, input.callId, outcome) };
       };
     }
+  }
+
+  /**
+   * The run's completed turns as a session log, from its workflow: the call is in flight, so the
+   * conversation ends inside the turn that made it, which is left out.
+   */
+  async function completedTurns(runId: string): Promise<SubagentSessionEvent[]> {
+    const { request, entries } = await deps.fetchRunContext(runId);
+    return sessionLogOf(entries.slice(0, turnInFlightStart(entries, request.seed?.entries.length ?? 0)));
   }
   return activities;
 }

@@ -2,7 +2,14 @@
 // remains of its budget. Pure,
 // so the workflow (for tool activities) and the turn activity compute it the same way.
 import { remainingBudget } from './budget';
-import type { ResolvedSubagentBudget, ResolvedSubagentRequest, SubagentNestedStartRequest } from './request';
+import { STRUCTURED_OUTPUT_TOOL } from './structured';
+import type {
+  ResolvedSubagentBudget,
+  ResolvedSubagentRequest,
+  SubagentNestedStartRequest,
+  SubagentSessionEvent,
+  TranscriptEntry,
+} from './request';
 import type { SubagentSpend } from './result';
 import type { SubagentRun } from './run';
 
@@ -23,6 +30,11 @@ export interface SubagentDelegatingRun extends SubagentDelegation {
   cwd?: string;
   /** The turn's or tool call's cancellation: it cancels the nested run. */
   signal: AbortSignal;
+  /**
+   * The run's completed turns as a session log (`sessionLogOf`), when the delegation hands them
+   * down: a provider that inherits its parent's context (fork) is seeded from them.
+   */
+  events?: readonly SubagentSessionEvent[];
 }
 
 /** What the worker hands activities so a running child can delegate further. */
@@ -52,4 +64,53 @@ export function delegationOf(request: ResolvedSubagentRequest, spend?: SubagentS
     ...(budget === undefined ? {} : { budget }),
     ...(request.parent.runId === undefined ? {} : { rootRunId: request.parent.rootRunId ?? request.parent.runId }),
   };
+}
+
+/**
+ * Conversation entries as a parent's session log, in the seam's shape a fork is seeded from: each
+ * message an event (a tool entry one `tool/result` per result), closed by a `turn/end`, so the
+ * whole of them counts as completed turns. No entries, no events.
+ */
+export function sessionLogOf(entries: readonly TranscriptEntry[]): SubagentSessionEvent[] {
+  if (entries.length === 0) return [];
+  const events = entries.flatMap((entry): SubagentSessionEvent[] => {
+    if (entry.kind === 'user') return [{ type: 'user/message', data: { content: entry.content } }];
+    if (entry.kind === 'assistant') return [{ type: 'assistant/message', data: { content: entry.content } }];
+    return entry.results.map((result) => ({
+      type: 'tool/result',
+      data: { callId: result.toolCallId, content: result.content, isError: result.isError },
+    }));
+  });
+  events.push({ type: 'turn/end', data: { reason: { kind: 'completed' } } });
+  return events;
+}
+
+/**
+ * Where the agent-loop turn in flight begins in a run's conversation `entries`, whose first
+ * `seedLength` entries are its seed (completed turns all). A turn ends with an assistant message
+ * that calls no tool or stopped otherwise than `completed`, or with the tool entry of a
+ * `structured_output` capture. A turn that ended right after its tools ran (it failed, ran out of
+ * steps or budget, was cancelled) cannot be told from messages that came within the next one,
+ * so it counts as part of that one: the turn in flight may begin earlier than it did, never later.
+ */
+export function turnInFlightStart(entries: readonly TranscriptEntry[], seedLength: number): number {
+  let start = entries.length;
+  while (start > seedLength && !endsTurn(entries, start - 1)) start--;
+  return start;
+}
+
+function endsTurn(entries: readonly TranscriptEntry[], index: number): boolean {
+  const entry = entries[index]!;
+  if (entry.kind === 'assistant') {
+    return entry.stopReason !== 'completed' || !entry.content.some((block) => block.type === 'tool-call');
+  }
+  if (entry.kind !== 'tool') return false;
+  const before = entries[index - 1];
+  if (before?.kind !== 'assistant') return false;
+  const captures = new Set(
+    before.content.flatMap((block) =>
+      block.type === 'tool-call' && block.name === STRUCTURED_OUTPUT_TOOL ? [block.id] : [],
+    ),
+  );
+  return entry.results.some((result) => captures.has(result.toolCallId) && !result.isError);
 }

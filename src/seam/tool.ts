@@ -1,7 +1,7 @@
 // Tools an agent-loop child can call, and what a tool call returns to the model. Every tool
 // result in the project is built here: a text the model reads, marked as a failure or not.
 import { type ContentBlock, textContent, textOf } from './content';
-import type { SubagentNestedStartRequest } from './request';
+import type { SubagentNestedStartRequest, SubagentSessionEvent } from './request';
 import type { SubagentSpend } from './result';
 import type { SubagentRun } from './run';
 
@@ -42,8 +42,23 @@ export interface SubagentToolContext {
   callId: string;
   /** This call's own key: unique over the run's whole life, the same for every retry of the call. */
   callKey: string;
-  /** Present when the worker offers its service: a nested run with this run as its parent (see `SubagentTurnContext.delegate`). */
-  delegate?(provider: string, request: SubagentNestedStartRequest): SubagentRun;
+  /**
+   * Present when the worker offers its service: a nested run with this run as its parent (see
+   * `SubagentTurnContext.delegate`). With `parentEvents` (from `completedTurns`), a provider that
+   * inherits its parent's context (fork) is seeded with them; without, it starts unseeded.
+   */
+  delegate?(
+    provider: string,
+    request: SubagentNestedStartRequest,
+    parentEvents?: readonly SubagentSessionEvent[],
+  ): SubagentRun;
+  /**
+   * Present with `delegate`: the run's completed turns, its conversation before the turn this call
+   * is part of (its own seed included), as a session log ending with a `turn/end`; [] when no turn
+   * has completed. Read from the run's workflow (a query) at each call. Rejects when the workflow
+   * cannot be asked; a tool that passes the rejection on fails its attempt, which is retried.
+   */
+  completedTurns?(): Promise<SubagentSessionEvent[]>;
 }
 
 /**

@@ -460,9 +460,10 @@ function payloadSweeper(client: Client, options: SubagentWorkerOptions): { start
 
 /**
  * Nested runs through `service`, the running child as their parent: its depth, its cwd, a link to
- * its run, cancelled with its turn. A nested run keeps the parent's cap, narrowed by its own
- * `maxDepth`, so a cap set at the top holds for every descendant, in whatever process they run;
- * its budget is what remains of the parent's, narrowed by its own.
+ * its run, its completed turns when the delegation hands them down, cancelled with its turn. A
+ * nested run keeps the parent's cap, narrowed by its own `maxDepth`, so a cap set at the top holds
+ * for every descendant, in whatever process they run; its budget is what remains of the parent's,
+ * narrowed by its own.
  */
 function delegateThrough(service: TemporalSubagentService): SubagentDelegate {
   return (provider, request, parent) => {
@@ -488,7 +489,11 @@ function delegateThrough(service: TemporalSubagentService): SubagentDelegate {
         runId: parent.runId,
         rootRunId: parent.rootRunId ?? parent.runId,
         options: { subagentDepth: parent.depth, ...(parent.model === undefined ? {} : { model: parent.model }) },
-        session: { header: { id: parent.runId, ...(parent.cwd === undefined ? {} : { cwd: parent.cwd }) } },
+        session: {
+          header: { id: parent.runId, ...(parent.cwd === undefined ? {} : { cwd: parent.cwd }) },
+          // Its completed turns, when the delegation hands them down: a fork is seeded with them.
+          ...(parent.events === undefined ? {} : { events: parent.events }),
+        },
       },
     });
   };

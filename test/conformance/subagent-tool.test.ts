@@ -24,7 +24,7 @@ import {
   textReply,
   toolCallReply,
 } from '../../src/testing';
-import { builtinFileTools, createDelegationTool, createSpawnProvider } from '../../src/worker';
+import { builtinFileTools, createDelegationTool, createForkProvider, createSpawnProvider } from '../../src/worker';
 import { fakeModelHarness } from '../helpers/fake-model';
 import { eventually, fixture, text, turnGates, uniqueName } from '../helpers/temporal';
 
@@ -32,6 +32,7 @@ const events: ScriptedTurnEvent[] = [];
 const scripted = createScriptedProvider({ name: uniqueName('tool-child'), observer: (event) => events.push(event) });
 const forkLike = createScriptedProvider({ name: uniqueName('tool-fork'), inheritsParentContext: true });
 const spawnName = uniqueName('tool-spawn');
+const forkName = uniqueName('tool-fork-llm');
 
 const harness = fakeModelHarness(
   (endpoint) => ({
@@ -41,6 +42,12 @@ const harness = fakeModelHarness(
       name: spawnName,
       endpoint: { ...endpoint, model: 'child-model' },
       tools: [...builtinFileTools(), createDelegationTool({ provider: spawnName })],
+    }),
+    /** A fork child that can fork again: its delegation tool says the child inherits the conversation. */
+    fork: createForkProvider({
+      name: forkName,
+      endpoint,
+      tools: [createDelegationTool({ provider: forkName, name: 'subagent_fork', inheritsParentContext: true })],
     }),
   }),
   { worker: { heartbeatIntervalMs: 200 } },
@@ -393,6 +400,49 @@ describe('inside LLM children', () => {
     );
     expect(activities).toEqual(['subagentModelCall', 'subagent', 'subagentModelCall']);
     await run.dispose();
+  });
+});
+
+describe('inside LLM children, forking', () => {
+  it("seeds a fork started by an LLM child's delegation tool with the child's completed turns, its own seed included, never the turn in flight", async () => {
+    // Before, the nested fork got the prompt alone, while the tool told the model it inherits
+    // this conversation's completed turns.
+    const asked: { role: string; content: string | null }[][] = [];
+    harness.fake.setHandler((request) => {
+      const messages = request.body.messages as { role: string; content: string | null }[];
+      const last = messages.at(-1)!;
+      if (last.role === 'tool') return textReply(`caller got: ${last.content}`);
+      if (last.content === 'first question') return textReply('first answer');
+      if (last.content === 'now fork') {
+        return toolCallReply([{ name: 'subagent_fork', arguments: args('forked task') }], { text: 'forking' });
+      }
+      asked.push(messages.slice(1));
+      return textReply('forked answer');
+    });
+    const log = [
+      { type: 'user/message', data: { content: text('parent question') } },
+      { type: 'assistant/message', data: { content: text('parent answer') } },
+      { type: 'turn/end', data: { reason: { kind: 'completed' } } },
+    ];
+    const run = harness.start('fork', {
+      prompt: text('first question'),
+      parent: { id: 'parent-agent', session: { header: { id: 'parent-session' }, events: log } },
+    });
+    expect(await run.result).toEqual({ output: text('first answer'), stopReason: 'completed' });
+    const resumed = run.resume!(text('now fork'));
+    expect(await resumed.result).toEqual({ output: text('caller got: forked answer'), stopReason: 'completed' });
+    expect(asked.map((messages) => messages.map((m) => `${m.role}:${m.content ?? ''}`))).toEqual([
+      [
+        'user:parent question',
+        'assistant:parent answer',
+        'user:first question',
+        'assistant:first answer',
+        'user:forked task',
+      ],
+    ]);
+    const { children } = await harness.status(run.id);
+    expect(await harness.status(children[0]!)).toMatchObject({ seedLength: 4, parentRunId: run.id });
+    await resumed.dispose();
   });
 });
 
