@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import type { ContentBlock } from '../src/seam/content';
-import { type SubagentDelegatingRun, delegationOf } from '../src/seam/delegation';
+import { type SubagentDelegatingRun, delegationOf, sessionLogOf } from '../src/seam/delegation';
 import { spendOf } from '../src/seam/budget';
 import type { SubagentTurnContext } from '../src/seam/provider';
 import type { SubagentRun } from '../src/seam/run';
@@ -54,7 +54,7 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
           deps.delegate &&
           keyedDelegation(
             deps.delegate,
-            delegatingRun(runId, context.request, activity.cancellationSignal, input.spent),
+            delegatingRun(runId, context.request, activity.cancellationSignal, input.spent, context.entries),
             `${activity.info.workflowExecution?.runId ?? runId}/${activity.info.activityId}`,
           );
         const turnContext: SubagentTurnContext = {
@@ -133,18 +133,23 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
   };
 }
 
-/** This run as the parent of the runs it delegates: its depth, cap, cwd and model. */
+/**
+ * This run as the parent of the runs it delegates: its depth, cap, cwd and model, and its completed
+ * turns (the conversation before this turn, `completed`), which a fork it delegates to is seeded with.
+ */
 function delegatingRun(
   runId: string,
   request: ResolvedSubagentRequest,
   signal: AbortSignal,
   spent: SubagentSpend | undefined,
+  completed: readonly TranscriptEntry[],
 ): SubagentDelegatingRun {
   return {
     runId,
     signal,
     ...delegationOf(request, spent),
     ...(request.parent.cwd === undefined ? {} : { cwd: request.parent.cwd }),
+    events: sessionLogOf(completed),
   };
 }
 

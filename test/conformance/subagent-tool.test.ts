@@ -444,6 +444,32 @@ describe('inside LLM children, forking', () => {
     expect(await harness.status(children[0]!)).toMatchObject({ seedLength: 4, parentRunId: run.id });
     await resumed.dispose();
   });
+
+  it("seeds a fork that a turn-based run delegates to (context.delegate) with the run's completed turns, never the turn in flight", async () => {
+    // Before, the nested fork got the prompt alone: the turn's delegate handed down no session log.
+    const asked: { role: string; content: string | null }[][] = [];
+    harness.fake.setHandler((request) => {
+      asked.push((request.body.messages as { role: string; content: string | null }[]).slice(1));
+      return textReply('forked answer');
+    });
+    const run = harness.start('scripted', {
+      prompt: text('first question'),
+      parent,
+      agentOptions: {
+        script: [
+          { reply: 'first answer' },
+          { delegate: { provider: forkName, prompt: 'forked task' }, reply: 'caller got: {child}' },
+        ] as never,
+      },
+    });
+    expect(await run.result).toEqual({ output: text('first answer'), stopReason: 'completed' });
+    const resumed = run.resume!(text('now fork'));
+    expect(await resumed.result).toEqual({ output: text('caller got: forked answer'), stopReason: 'completed' });
+    expect(asked.map((messages) => messages.map((m) => `${m.role}:${m.content ?? ''}`))).toEqual([
+      ['user:first question', 'assistant:first answer', 'user:forked task'],
+    ]);
+    await resumed.dispose();
+  });
 });
 
 describe('inside LLM children, with an endpoint that reuses call ids', () => {
