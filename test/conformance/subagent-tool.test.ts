@@ -26,7 +26,17 @@ import {
 } from '../../src/testing';
 import { builtinFileTools, createDelegationTool, createForkProvider, createSpawnProvider } from '../../src/worker';
 import { fakeModelHarness } from '../helpers/fake-model';
-import { eventually, fixture, text, turnGates, uniqueName } from '../helpers/temporal';
+import {
+  type TestTemporal,
+  connectTestTemporal,
+  eventually,
+  fixture,
+  newService,
+  startWorker,
+  text,
+  turnGates,
+  uniqueName,
+} from '../helpers/temporal';
 
 const events: ScriptedTurnEvent[] = [];
 const scripted = createScriptedProvider({ name: uniqueName('tool-child'), observer: (event) => events.push(event) });
@@ -469,6 +479,57 @@ describe('inside LLM children, forking', () => {
       ['user:first question', 'assistant:first answer', 'user:forked task'],
     ]);
     await resumed.dispose();
+  });
+});
+
+describe('inside LLM children, forking, bounded', () => {
+  // A worker whose own service (the one nested runs start through) takes payloads of 64 KiB.
+  const boundName = uniqueName('bound-fork');
+  const started: { temporal?: TestTemporal; stop?: () => Promise<void> } = {};
+  let service: ReturnType<typeof newService>;
+  beforeAll(async () => {
+    const temporal = (started.temporal = await connectTestTemporal());
+    const fork = createForkProvider({
+      name: boundName,
+      endpoint: { baseURL: harness.fake.baseURL, model: 'fake-model' },
+      tools: [createDelegationTool({ provider: boundName, name: 'subagent_fork', inheritsParentContext: true })],
+    });
+    const nested = newService(temporal, { maxPayloadBytes: 64 * 1024 });
+    nested.registerProvider(fork);
+    started.stop = await startWorker(temporal, [fork], { subagents: nested });
+    service = newService(temporal);
+    service.registerProvider(fork);
+  });
+  afterAll(async () => {
+    await started.stop?.();
+    await started.temporal?.close();
+  });
+
+  it('refuses a nested fork whose completed turns would not fit one payload as the top-level start does: an error result for the model, no run started, the caller goes on', async () => {
+    harness.fake.setHandler((request) => {
+      const last = request.body.messages.at(-1) as { role: string; content: string };
+      if (last.role === 'tool') return textReply(`caller got: ${last.content.slice(0, 200)}`);
+      if (last.content === 'fork now') {
+        return toolCallReply([{ name: 'subagent_fork', arguments: args('forked task') }]);
+      }
+      return textReply('forked answer');
+    });
+    const log = [
+      { type: 'user/message', data: { content: text('parent question') } },
+      { type: 'assistant/message', data: { content: text('x'.repeat(100 * 1024)) } },
+      { type: 'turn/end', data: { reason: { kind: 'completed' } } },
+    ];
+    const run = service.start(boundName, {
+      prompt: text('fork now'),
+      parent: { id: 'parent-agent', session: { header: { id: 'parent-session' }, events: log } },
+    });
+    const result = await run.result;
+    expect(result.stopReason).toBe('completed');
+    // The model reads the refusal the top-level start throws (PAYLOAD_TOO_LARGE) as the tool's error.
+    const answer = (result.output[0] as { text: string }).text;
+    expect(answer).toMatch(/^caller got: Error: the start request is \d+ bytes, over the 65536-byte payload limit/);
+    expect(await harness.status(run.id)).toMatchObject({ children: [] });
+    await run.dispose();
   });
 });
 
