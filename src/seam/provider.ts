@@ -146,7 +146,7 @@ export interface SubagentTurnContext {
   readonly structuredOutput?: StructuredOutputRuntime;
   /**
    * Present when the worker offers its service: starts a nested run with this run as its parent
-   * (depth + 1, a link back, this run's cwd, its `maxDepth` unless the request sets one, and its
+   * (depth + 1, a link back, this run's cwd, its `maxDepth`, which the request can only narrow, and its
    * completed turns, the conversation before this turn, which a fork is seeded with). The
    * provider awaits and disposes it. The nested run is cancelled with this turn when the run
    * cancels the turn, not when an attempt times out. A request without an `idempotencyKey` gets

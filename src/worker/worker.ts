@@ -197,7 +197,9 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
   });
   let subagents = options.subagents;
   if (!subagents) {
-    subagents = new TemporalSubagentService({ client });
+    // Nested starts are bounded as the worker's own payloads are.
+    const { maxPayloadBytes } = options;
+    subagents = new TemporalSubagentService({ client, ...(maxPayloadBytes === undefined ? {} : { maxPayloadBytes }) });
     for (const provider of providers.values()) subagents.registerProvider(provider);
   }
   const cache = new RunContextCache(options.contextCacheSize);

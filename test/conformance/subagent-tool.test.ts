@@ -483,7 +483,7 @@ describe('inside LLM children, forking', () => {
 });
 
 describe('inside LLM children, forking, bounded', () => {
-  // A worker whose own service (the one nested runs start through) takes payloads of 64 KiB.
+  // A worker that takes payloads of 64 KiB, and so does its own service, the one nested runs start through.
   const boundName = uniqueName('bound-fork');
   const started: { temporal?: TestTemporal; stop?: () => Promise<void> } = {};
   let service: ReturnType<typeof newService>;
@@ -494,9 +494,7 @@ describe('inside LLM children, forking, bounded', () => {
       endpoint: { baseURL: harness.fake.baseURL, model: 'fake-model' },
       tools: [createDelegationTool({ provider: boundName, name: 'subagent_fork', inheritsParentContext: true })],
     });
-    const nested = newService(temporal, { maxPayloadBytes: 64 * 1024 });
-    nested.registerProvider(fork);
-    started.stop = await startWorker(temporal, [fork], { subagents: nested });
+    started.stop = await startWorker(temporal, [fork], { maxPayloadBytes: 64 * 1024 });
     service = newService(temporal);
     service.registerProvider(fork);
   });
