@@ -39,6 +39,8 @@ export const OFFLOADED_MAX_PAYLOAD_BYTES = 256 * 1024 * 1024;
 const SWEEP_GRACE_MS = 60 * 60 * 1000;
 /** Blobs written outside any run (none are expected) are filed under this run id, and kept. */
 const NO_RUN = '-';
+/** How many run directories the file store stats at once when it lists a namespace's runs. */
+const LIST_CONCURRENCY = 32;
 
 /** Where one blob lives: the namespace, the run's workflow id, and the SHA-256 of its bytes (hex). */
 export interface PayloadBlobKey {
@@ -232,9 +234,18 @@ export class FilePayloadStore implements SubagentPayloadStore {
       const runId = decodedRunId(name);
       return runId === undefined ? [] : [{ name, runId }];
     });
-    return Promise.all(
-      runs.map(async ({ name, runId }) => ({ runId, newestMs: (await stat(join(dir, name))).mtimeMs })),
-    );
+    // A few at a time: a stat for each of 100,000 runs at once queued them all ahead of every
+    // other file operation of the process (they share libuv's few threads), each held in memory.
+    // A run deleted since the listing (another worker's sweep) is left out.
+    const listed = await mapBounded(runs, LIST_CONCURRENCY, async ({ name, runId }) => {
+      try {
+        return { runId, newestMs: (await stat(join(dir, name))).mtimeMs };
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+        throw err;
+      }
+    });
+    return listed.filter((run) => run !== undefined);
   }
 
   async deleteRun(namespace: string, runId: string): Promise<void> {
@@ -261,6 +272,20 @@ async function exists(path: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** `fn` over `items`, at most `limit` at once; the results in the order of `items`. */
+async function mapBounded<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await fn(items[index]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
 }
 
 /**

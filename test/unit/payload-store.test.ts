@@ -1,6 +1,7 @@
 // The payload store's configuration and its driver, without a server: what the environment
 // selects, and a blob that is gone or altered read as PAYLOAD_MISSING.
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createHook } from 'node:async_hooks';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
@@ -99,6 +100,46 @@ describe('the store driver', () => {
     await own.put({ namespace: 'default', runId: 'subagent:unit:4', digest: 'b'.repeat(64) }, Buffer.from('blob'));
     mkdirSync(join(own.dir, 'default', '%zz'));
     expect((await own.runs('default')).map((run) => run.runId)).toEqual(['subagent:unit:4']);
+  });
+
+  it('lists 3,000 runs with at most 32 run directories stat-ed at once, each with its time, past one gone since the listing', async () => {
+    // Before, every run directory was stat-ed at once (100,000 requests queued ahead of every
+    // other file operation of the worker). Node's own async hooks count the file system requests
+    // in flight; no hook in the store.
+    const own = new FilePayloadStore(mkdtempSync(join(tmpdir(), 'subagent-payloads-many-')));
+    const namespaceDir = join(own.dir, 'default');
+    const expected = Array.from({ length: 3000 }, (_, index) => {
+      const runId = `subagent:unit:many-${index}`;
+      const runDir = join(namespaceDir, encodeURIComponent(runId));
+      mkdirSync(runDir, { recursive: true });
+      const time = new Date(Date.UTC(2026, 0, 1) + index * 1000);
+      utimesSync(runDir, time, time);
+      return { runId, newestMs: statSync(runDir).mtimeMs };
+    });
+    // A run another worker's sweep deleted between the listing and its stat, as a link to it.
+    symlinkSync(join(namespaceDir, 'deleted'), join(namespaceDir, encodeURIComponent('subagent:unit:deleted')));
+    const inFlight = new Set<number>();
+    let most = 0;
+    const hook = createHook({
+      init(id, type) {
+        if (type !== 'FSREQPROMISE') return;
+        inFlight.add(id);
+        most = Math.max(most, inFlight.size);
+      },
+      before: (id) => inFlight.delete(id),
+      destroy: (id) => inFlight.delete(id),
+    });
+    hook.enable();
+    let runs: Awaited<ReturnType<FilePayloadStore['runs']>>;
+    try {
+      runs = await own.runs('default');
+    } finally {
+      hook.disable();
+    }
+    const byId = (a: { runId: string }, b: { runId: string }) => a.runId.localeCompare(b.runId);
+    expect(runs.sort(byId)).toEqual(expected.sort(byId));
+    expect(most).toBeGreaterThan(1);
+    expect(most).toBeLessThanOrEqual(32);
   });
 
   it('stores the same payload many times at once (one run, one batch) whole, and reads it back', async () => {
