@@ -5,7 +5,7 @@
 // retried write stores nothing twice, a read checks what it got, and a run's blobs go together
 // once the server has forgotten the run (`sweepPayloads`).
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import {
@@ -56,7 +56,10 @@ export interface SubagentPayloadStore {
   put(key: PayloadBlobKey, bytes: Uint8Array): Promise<void>;
   /** The blob's bytes, or undefined when the store has no such blob. */
   get(key: PayloadBlobKey): Promise<Uint8Array | undefined>;
-  /** The runs of `namespace` that have blobs, with when the newest was written (epoch ms). */
+  /**
+   * The runs of `namespace` that have blobs, with when the newest was written (epoch ms). A `put`
+   * of a blob the store holds already counts as a write: the sweeper spares a run written lately.
+   */
   runs(namespace: string): Promise<{ runId: string; newestMs: number }[]>;
   deleteRun(namespace: string, runId: string): Promise<void>;
   close(): Promise<void>;
@@ -194,7 +197,10 @@ export class FilePayloadStore implements SubagentPayloadStore {
   async put({ namespace, runId, digest }: PayloadBlobKey, bytes: Uint8Array): Promise<void> {
     const dir = this.runDir(namespace, runId);
     const path = join(dir, digest);
-    if (await exists(path)) return;
+    // A blob already here is written again as far as the sweeper can tell: a start repeated with
+    // its idempotency key after the server forgot the run stores the same input blob, whose old
+    // time had let a sweep delete it between this put and the start reaching the server.
+    if (await renewed(path, dir)) return;
     await mkdir(dir, { recursive: true });
     // Written whole or not at all: a reader never sees half a blob. Each write has a partial file
     // of its own: the same blob is often written by several puts at once (identical payloads in
@@ -228,8 +234,9 @@ export class FilePayloadStore implements SubagentPayloadStore {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw err;
     }
-    // A directory's modification time moves with every blob added to it. A name no run id was
-    // encoded to is not ours: left alone, rather than failing every sweep.
+    // A directory's modification time moves with every blob added to it (and `put` sets it for a
+    // blob stored again). A name no run id was encoded to is not ours: left alone, rather than
+    // failing every sweep.
     const runs = names.flatMap((name) => {
       const runId = decodedRunId(name);
       return runId === undefined ? [] : [{ name, runId }];
@@ -265,9 +272,15 @@ function decodedRunId(name: string): string | undefined {
   }
 }
 
-async function exists(path: string): Promise<boolean> {
+/**
+ * Sets the times of the blob at `path` and of its run directory to now. False when the blob is
+ * not there, or its times may not be set by this process: then it is written (again) whole.
+ */
+async function renewed(path: string, dir: string): Promise<boolean> {
+  const now = new Date();
   try {
-    await stat(path);
+    await utimes(path, now, now);
+    await utimes(dir, now, now);
     return true;
   } catch {
     return false;

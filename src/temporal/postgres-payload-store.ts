@@ -36,7 +36,11 @@ export class PostgresPayloadStore implements SubagentPayloadStore {
   async put({ namespace, runId, digest }: PayloadBlobKey, bytes: Uint8Array): Promise<void> {
     await this.table();
     await this.pool.query(
-      `INSERT INTO ${TABLE} (namespace, run_id, digest, data) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+      // A blob stored again counts as written now (created_at is when it was last written): a start
+      // repeated with its idempotency key after the server forgot the run stores the same input,
+      // whose old time had let a sweep delete it before the start reached the server.
+      `INSERT INTO ${TABLE} (namespace, run_id, digest, data) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (namespace, run_id, digest) DO UPDATE SET created_at = now()`,
       [namespace, runId, digest, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)],
     );
   }

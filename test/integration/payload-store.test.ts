@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, utimesSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { Client as PostgresClient } from 'pg';
 import type { DataConverter } from '@temporalio/common';
 import { type SubagentRun, TemporalSubagentService, runStarted } from '../../src';
 import { AesGcmPayloadCodec } from '../../src/temporal/codec';
@@ -18,7 +19,7 @@ import {
 } from '../../src/temporal/payload-store';
 import { PostgresPayloadStore } from '../../src/temporal/postgres-payload-store';
 import { type TestPostgres, createScriptedProvider, startTestPostgres } from '../../src/testing';
-import { connectTestTemporal, newService, startWorker, text, uniqueName } from '../helpers/temporal';
+import { connectTestTemporal, eventually, newService, startWorker, text, uniqueName } from '../helpers/temporal';
 
 const MiB = 1024 * 1024;
 const MARKER = 'plaintext-marker-';
@@ -84,6 +85,81 @@ async function bigConversation(setup: Setup): Promise<SubagentRun> {
   return third;
 }
 
+/**
+ * Starts a run with an idempotency key, has the server forget it (deleted, as by an operator),
+ * makes its blobs two hours old (`age`), then starts it again with the same key and request, a
+ * sweep running right after the start stored its input and before the start reached the server.
+ * No codec: the input is the same blob both times. Resolves with what that sweep deleted, and
+ * the second run's result.
+ */
+async function startAgainAfterForgotten(store: SubagentPayloadStore, age: (runId: string) => Promise<void>) {
+  const scripted = createScriptedProvider({ name: uniqueName('forgotten') });
+  let sweepOnPut = false;
+  let swept: Promise<string[]> | undefined;
+  const racing: SubagentPayloadStore = {
+    name: store.name,
+    get: (key) => store.get(key),
+    runs: (namespace) => store.runs(namespace),
+    deleteRun: (namespace, runId) => store.deleteRun(namespace, runId),
+    close: () => store.close(),
+    async put(key, bytes) {
+      await store.put(key, bytes);
+      if (!sweepOnPut) return;
+      sweepOnPut = false;
+      swept = sweepPayloads(temporal.client, store);
+      await swept;
+    },
+  };
+  const temporal = await connectTestTemporal('default', { dataConverter: { externalStorage: payloadStorage(racing) } });
+  const stopWorker = await startWorker(temporal, [scripted], {
+    dataConverter: { externalStorage: payloadStorage(store) },
+  });
+  try {
+    const service = newService(temporal);
+    service.registerProvider(scripted);
+    const start = () =>
+      service.start(scripted.name, {
+        prompt: text('v'.repeat(64 * 1024)),
+        parent: { id: 'p' },
+        idempotencyKey: 'forgotten',
+        agentOptions: { script: [{ reply: 'done' }] },
+      });
+    const first = start();
+    await first.result;
+    // Deleted while parked (the server deletes a closed run only after its visibility catches up,
+    // tens of seconds on the dev server): gone from the server, its blobs left in the store.
+    await temporal.client.workflowService.deleteWorkflowExecution({
+      namespace: 'default',
+      workflowExecution: { workflowId: first.id },
+    });
+    await eventually(() =>
+      temporal.client.workflow
+        .getHandle(first.id)
+        .describe()
+        .then(
+          () => undefined,
+          (err: unknown) => (err instanceof WorkflowNotFoundError ? true : undefined),
+        ),
+    );
+    await age(first.id);
+    sweepOnPut = true;
+    const again = start();
+    expect(again.id).toBe(first.id);
+    const deleted = await eventually(() => swept);
+    if (deleted.length > 0) {
+      // The run's input is gone: its workflow task fails on it, retried for ever.
+      await temporal.client.workflow.getHandle(again.id).terminate('its input was swept');
+      return { swept: deleted, result: undefined };
+    }
+    const result = await again.result;
+    await again.dispose();
+    return { swept: deleted, result };
+  } finally {
+    await stopWorker();
+    await temporal.close();
+  }
+}
+
 describe('in files (the embedded default)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'subagent-payloads-'));
   const store = new FilePayloadStore(dir);
@@ -134,6 +210,20 @@ describe('in files (the embedded default)', () => {
     expect(deleted).not.toContain(young);
     expect(blobsOf(live.id).length).toBeGreaterThan(0);
     await live.dispose();
+  }, 60_000);
+
+  it('keeps the blobs of a run started again with its idempotency key after the server forgot it, from a sweep before the start reaches the server', async () => {
+    // Before, the input blob was there already with its old time: put left it as it was, so the
+    // sweep saw a run two hours old that the server did not have, and deleted its blobs.
+    const own = new FilePayloadStore(mkdtempSync(join(tmpdir(), 'subagent-payloads-forgotten-')));
+    const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
+    const { swept, result } = await startAgainAfterForgotten(own, async (runId) => {
+      const runDir = join(own.dir, 'default', encodeURIComponent(runId));
+      for (const name of readdirSync(runDir)) utimesSync(join(runDir, name), twoHoursAgo, twoHoursAgo);
+      utimesSync(runDir, twoHoursAgo, twoHoursAgo);
+    });
+    expect(swept).toEqual([]);
+    expect(result).toEqual({ output: text('done'), stopReason: 'completed' });
   }, 60_000);
 });
 
@@ -224,4 +314,21 @@ describe('in PostgreSQL (deployments)', () => {
     const run = await bigConversation(setup);
     await run.dispose();
   }, 120_000);
+
+  it('keeps the blobs of a run started again with its idempotency key after the server forgot it, from a sweep before the start reaches the server', async () => {
+    // Before, the input's row was there already: ON CONFLICT DO NOTHING kept its old time.
+    const { swept, result } = await startAgainAfterForgotten(new PostgresPayloadStore(postgres.url), async (runId) => {
+      const sql = new PostgresClient({ connectionString: postgres.url });
+      await sql.connect();
+      try {
+        await sql.query(`UPDATE subagent_payloads SET created_at = now() - interval '2 hours' WHERE run_id = $1`, [
+          runId,
+        ]);
+      } finally {
+        await sql.end();
+      }
+    });
+    expect(swept).toEqual([]);
+    expect(result).toEqual({ output: text('done'), stopReason: 'completed' });
+  }, 60_000);
 });
