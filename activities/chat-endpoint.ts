@@ -260,11 +260,15 @@ export function toChatMessages(system: string, entries: readonly TranscriptEntry
           ? [{ id: block.id, type: 'function' as const, function: { name: block.name, arguments: block.arguments } }]
           : [],
       );
-      messages.push({
-        role: 'assistant',
-        content: textOf(entry.content) || null,
-        ...(calls.length > 0 ? { tool_calls: calls } : {}),
-      });
+      // Content null only beside tool calls: OpenAI refuses (400) an assistant message with
+      // neither, which an answer with no text and no calls (or a seed's empty one) would be. Sent
+      // as an empty string, it keeps the turn the model took, a user message after it answered.
+      const said = textOf(entry.content);
+      messages.push(
+        calls.length > 0
+          ? { role: 'assistant', content: said || null, tool_calls: calls }
+          : { role: 'assistant', content: said },
+      );
     } else {
       for (const result of entry.results) {
         messages.push({ role: 'tool', tool_call_id: result.toolCallId, content: textOf(result.content) });

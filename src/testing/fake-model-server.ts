@@ -1,6 +1,7 @@
 // Test double for an OpenAI-compatible chat-completions endpoint (OpenAI, DeepSeek, vLLM, Ollama): a real HTTP
 // server on loopback that answers POST /v1/chat/completions from a per-request script and records every request,
-// so tests can drive the official `openai` client without a network or an API key. A request with
+// so tests can drive the official `openai` client without a network or an API key. A request OpenAI refuses for
+// its messages' shape (an assistant message with neither content nor tool calls) is refused with its 400. A request with
 // `stream: true` is answered with the same completion as server-sent events, a chunk per word.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -441,6 +442,11 @@ export async function startFakeOpenAI(
       return;
     }
 
+    const invalid = invalidMessage(request.body);
+    if (invalid) {
+      sendJson(res, 400, { error: { ...invalid, type: 'invalid_request_error', code: null } });
+      return;
+    }
     const charged = chargedTokens(request.body);
     const retryAfter = quotaWait(charged);
     if (retryAfter > 0) {
@@ -555,6 +561,22 @@ function chargedTokens(body: any): number {
   }
   const maxTokens = Number(body?.max_tokens ?? body?.max_completion_tokens ?? 0);
   return Math.ceil(chars / 4) + (Number.isFinite(maxTokens) ? maxTokens : 0);
+}
+
+/**
+ * A message OpenAI refuses (400, in its words) that a client's conversation can hold: an assistant
+ * message with neither content nor tool calls.
+ */
+function invalidMessage(body: any): { message: string; param: string } | undefined {
+  const messages: unknown[] = Array.isArray(body?.messages) ? body.messages : [];
+  for (const [index, message] of messages.entries()) {
+    const { role, content, tool_calls: calls } = (message ?? {}) as Record<string, unknown>;
+    if (role !== 'assistant' || (Array.isArray(calls) && calls.length > 0)) continue;
+    const param = `messages.[${index}].content`;
+    if (content === undefined) return { message: `Missing required parameter: '${param}'.`, param };
+    if (content === null) return { message: "Invalid value for 'content': expected a string, got null.", param };
+  }
+  return undefined;
 }
 
 function isCompletion(body: unknown): body is Completion {

@@ -416,6 +416,23 @@ describe('§7.5 spawn', () => {
     ]);
     await resumed.dispose();
   });
+
+  it('resumes after an answer with no text and no tool calls, sending it back as an empty string (OpenAI refuses content null without tool calls)', async () => {
+    // Before, the empty answer went back as content null: OpenAI (and the fake, as it does)
+    // answers 400, so every later call of the run failed and it ended error.
+    const since = mark();
+    harness.fake.enqueue(textReply(''), textReply('something'));
+    const run = startSpawn('say nothing');
+    expect(await run.result).toEqual({ output: [], stopReason: 'completed' });
+    const resumed = run.resume!(text('now say something'));
+    expect(await resumed.result).toEqual({ output: text('something'), stopReason: 'completed' });
+    expect(messagesOf(1, since).slice(1)).toEqual([
+      { role: 'user', content: 'say nothing' },
+      { role: 'assistant', content: '' },
+      { role: 'user', content: 'now say something' },
+    ]);
+    await resumed.dispose();
+  });
 });
 
 describe('§7.6 fork', () => {
@@ -537,6 +554,29 @@ describe('§7.6 and §7.7 fork beside spawn', () => {
     { type: 'assistant/message', data: { content: text('the parent answered 42') } },
     { type: 'turn/end', data: { reason: { kind: 'completed' } } },
   ];
+
+  it('seeds a fork from a log whose assistant message has no content, sending it as an empty string (OpenAI refuses content null without tool calls)', async () => {
+    // Before, it was sent as content null, and OpenAI (and the fake, as it does) answered 400:
+    // the fork child's first call failed.
+    const since = mark();
+    harness.fake.enqueue(textReply('forked'));
+    const silent: SubagentSessionEvent[] = [
+      { type: 'user/message', data: { content: text('anything?') } },
+      { type: 'assistant/message', data: { content: [] } },
+      { type: 'turn/end', data: { reason: { kind: 'completed' } } },
+    ];
+    const run = harness.start('fork', {
+      prompt: text('go on'),
+      parent: { ...parent, session: { ...parent.session, events: silent } },
+    });
+    expect(await run.result).toEqual({ output: text('forked'), stopReason: 'completed' });
+    expect(messagesOf(0, since).slice(1)).toEqual([
+      { role: 'user', content: 'anything?' },
+      { role: 'assistant', content: '' },
+      { role: 'user', content: 'go on' },
+    ]);
+    await run.dispose();
+  });
 
   it("§7.6 a child whose turn ends on a bare stop has output [] and completed, never the seeded parent's message", async () => {
     harness.fake.enqueue(textReply(''));

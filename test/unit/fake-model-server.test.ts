@@ -338,6 +338,37 @@ test('close() with a hanging request does not hang, and the request is recorded 
   await fake.close();
 });
 
+test.each([
+  ['content null', { role: 'assistant', content: null }, "Invalid value for 'content': expected a string, got null."],
+  ['no content', { role: 'assistant' }, "Missing required parameter: 'messages.[1].content'."],
+  [
+    'content null and an empty list of tool calls',
+    { role: 'assistant', content: null, tool_calls: [] },
+    "Invalid value for 'content': expected a string, got null.",
+  ],
+])(
+  'refuses, as OpenAI does, a request holding an assistant message with %s (400, taking no queued reply)',
+  async (_case, assistant, message) => {
+    fake.enqueue(textReply('kept for the next request'));
+    const refused = await chat({
+      ...request,
+      messages: [request.messages[0], assistant, { role: 'user', content: 'go on' }],
+    });
+    expect(refused.status).toBe(400);
+    expect(await json(refused)).toEqual({
+      error: { message, type: 'invalid_request_error', param: 'messages.[1].content', code: null },
+    });
+    const call = { id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } };
+    const taken = [
+      { role: 'assistant', content: '' },
+      { role: 'assistant', content: null, tool_calls: [call] },
+    ];
+    const res = await chat({ ...request, messages: [request.messages[0], ...taken] });
+    expect(res.status).toBe(200);
+    expect((await json(res)).choices[0].message.content).toBe('kept for the next request');
+  },
+);
+
 describe('token quota', () => {
   it('charges a request its characters over four plus max_tokens, and refuses one the bucket cannot cover with 429 and Retry-After', async () => {
     // A bucket of 300 tokens refilled at 10 a second: the second request comes long before it could.
