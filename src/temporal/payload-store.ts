@@ -191,7 +191,7 @@ export class FilePayloadStore implements SubagentPayloadStore {
   constructor(readonly dir: string) {}
 
   private runDir(namespace: string, runId: string): string {
-    return join(this.dir, encodeURIComponent(namespace), encodeURIComponent(runId));
+    return join(this.dir, fileName(namespace), fileName(runId));
   }
 
   async put({ namespace, runId, digest }: PayloadBlobKey, bytes: Uint8Array): Promise<void> {
@@ -226,7 +226,7 @@ export class FilePayloadStore implements SubagentPayloadStore {
   }
 
   async runs(namespace: string): Promise<{ runId: string; newestMs: number }[]> {
-    const dir = join(this.dir, encodeURIComponent(namespace));
+    const dir = join(this.dir, fileName(namespace));
     let names: string[];
     try {
       names = await readdir(dir);
@@ -262,11 +262,20 @@ export class FilePayloadStore implements SubagentPayloadStore {
   async close(): Promise<void> {}
 }
 
+/**
+ * A namespace or run id as the name of its directory: percent-encoded, and `.` and `..` too
+ * (`encodeURIComponent` leaves them as they are, and a path reads them as the directory itself
+ * and the one above it: a workflow id of `..` had its blobs filed in the store's root).
+ */
+function fileName(id: string): string {
+  return id === '.' || id === '..' ? id.replaceAll('.', '%2E') : encodeURIComponent(id);
+}
+
 /** The run id a run directory's name encodes, or undefined for a name none was encoded to. */
 function decodedRunId(name: string): string | undefined {
   try {
     const runId = decodeURIComponent(name);
-    return encodeURIComponent(runId) === name ? runId : undefined;
+    return fileName(runId) === name ? runId : undefined;
   } catch {
     return undefined;
   }

@@ -102,6 +102,26 @@ describe('the store driver', () => {
     expect((await own.runs('default')).map((run) => run.runId)).toEqual(['subagent:unit:4']);
   });
 
+  it.each(['.', '..'])(
+    'files the blobs of a run whose id is %s in a directory of its own, which it lists and deletes alone',
+    async (runId) => {
+      // Before, encodeURIComponent left the id as it was, so its directory was the namespace's
+      // ('.'), whose blobs were then listed as runs and swept while it lived, or the store's root
+      // ('..'), never listed or swept, and deleting the run removed every namespace's blobs.
+      const own = new FilePayloadStore(mkdtempSync(join(tmpdir(), 'subagent-payloads-dots-')));
+      const blob = { namespace: 'default', runId, digest: 'c'.repeat(64) };
+      const other = { namespace: 'default', runId: 'subagent:unit:5', digest: 'd'.repeat(64) };
+      await own.put(blob, Buffer.from('dotted'));
+      await own.put(other, Buffer.from('other'));
+      expect(Buffer.from((await own.get(blob))!).toString()).toBe('dotted');
+      expect((await own.runs('default')).map((run) => run.runId).sort()).toEqual([runId, other.runId].sort());
+      await own.deleteRun('default', runId);
+      expect(await own.get(blob)).toBeUndefined();
+      expect(Buffer.from((await own.get(other))!).toString()).toBe('other');
+      expect((await own.runs('default')).map((run) => run.runId)).toEqual([other.runId]);
+    },
+  );
+
   it('lists 3,000 runs with at most 32 run directories stat-ed at once, each with its time, past one gone since the listing', async () => {
     // Before, every run directory was stat-ed at once (100,000 requests queued ahead of every
     // other file operation of the worker). Node's own async hooks count the file system requests
