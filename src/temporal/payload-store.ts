@@ -61,7 +61,12 @@ export interface SubagentPayloadStore {
    * of a blob the store holds already counts as a write: the sweeper spares a run written lately.
    */
   runs(namespace: string): Promise<{ runId: string; newestMs: number }[]>;
-  deleteRun(namespace: string, runId: string): Promise<void>;
+  /**
+   * Deletes the run's blobs. With `unlessWrittenAfter` (epoch ms, the `newestMs` listed), keeps
+   * them when one was written since, resolving false: the sweeper asks the server about each run
+   * after listing them all, and a start repeated with its key may store the run's input meanwhile.
+   */
+  deleteRun(namespace: string, runId: string, unlessWrittenAfter?: number): Promise<boolean | void>;
   close(): Promise<void>;
 }
 
@@ -255,8 +260,18 @@ export class FilePayloadStore implements SubagentPayloadStore {
     return listed.filter((run) => run !== undefined);
   }
 
-  async deleteRun(namespace: string, runId: string): Promise<void> {
-    await rm(this.runDir(namespace, runId), { recursive: true, force: true });
+  async deleteRun(namespace: string, runId: string, unlessWrittenAfter?: number): Promise<boolean> {
+    const dir = this.runDir(namespace, runId);
+    if (unlessWrittenAfter !== undefined) {
+      try {
+        if ((await stat(dir)).mtimeMs > unlessWrittenAfter) return false;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+        throw err;
+      }
+    }
+    await rm(dir, { recursive: true, force: true });
+    return true;
   }
 
   async close(): Promise<void> {}
@@ -312,8 +327,8 @@ async function mapBounded<T, R>(items: readonly T[], limit: number, fn: (item: T
 
 /**
  * Deletes the blobs of every run the server no longer has (closed, and its namespace's retention
- * passed), except runs with a blob written within the last hour: a start stores its input before
- * the run exists. Resolves with the run ids whose blobs were deleted.
+ * passed), except runs with a blob written within the last hour or since the runs were listed: a
+ * start stores its input before the run exists. Resolves with the run ids whose blobs were deleted.
  */
 export async function sweepPayloads(client: Client, store: SubagentPayloadStore, now = Date.now()): Promise<string[]> {
   const { namespace } = client.options;
@@ -321,7 +336,9 @@ export async function sweepPayloads(client: Client, store: SubagentPayloadStore,
   for (const { runId, newestMs } of await store.runs(namespace)) {
     if (now - newestMs < SWEEP_GRACE_MS) continue;
     if (runId === NO_RUN || (await runExists(client, runId))) continue;
-    await store.deleteRun(namespace, runId);
+    // Unless written since it was listed: a start whose input went to the store after the listing
+    // may reach the server only after the question above.
+    if ((await store.deleteRun(namespace, runId, newestMs)) === false) continue;
     deleted.push(runId);
   }
   return deleted;

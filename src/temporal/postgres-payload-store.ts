@@ -63,9 +63,20 @@ export class PostgresPayloadStore implements SubagentPayloadStore {
     return rows.map((row) => ({ runId: row.run_id, newestMs: row.newest.getTime() }));
   }
 
-  async deleteRun(namespace: string, runId: string): Promise<void> {
+  async deleteRun(namespace: string, runId: string, unlessWrittenAfter?: number): Promise<boolean> {
     await this.table();
-    await this.pool.query(`DELETE FROM ${TABLE} WHERE namespace = $1 AND run_id = $2`, [namespace, runId]);
+    if (unlessWrittenAfter === undefined) {
+      await this.pool.query(`DELETE FROM ${TABLE} WHERE namespace = $1 AND run_id = $2`, [namespace, runId]);
+      return true;
+    }
+    // One statement: no row of the run written from the next millisecond on (a listed time is
+    // created_at cut to milliseconds), or none deleted.
+    const { rowCount } = await this.pool.query(
+      `DELETE FROM ${TABLE} WHERE namespace = $1 AND run_id = $2 AND NOT EXISTS (
+         SELECT 1 FROM ${TABLE} WHERE namespace = $1 AND run_id = $2 AND created_at >= $3)`,
+      [namespace, runId, new Date(unlessWrittenAfter + 1)],
+    );
+    return (rowCount ?? 0) > 0;
   }
 
   close(): Promise<void> {

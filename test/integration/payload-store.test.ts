@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { Client as PostgresClient } from 'pg';
 import type { DataConverter } from '@temporalio/common';
 import { type SubagentRun, TemporalSubagentService, runStarted } from '../../src';
@@ -160,6 +160,40 @@ async function startAgainAfterForgotten(store: SubagentPayloadStore, age: (runId
   }
 }
 
+/**
+ * Sweeps `store` with a blob stored again (`age` made it two hours old first) right after the
+ * sweep listed the runs and before it asks the server about them: a start repeated with its key
+ * while a sweep is going. Beside it, a run as old and not written to again. Resolves with what
+ * the sweep deleted, the run not written to again, and whether the blob is still there.
+ */
+async function sweepAroundAStart(
+  client: Client,
+  store: SubagentPayloadStore,
+  age: (runId: string) => Promise<void>,
+): Promise<{ deleted: string[]; forgotten: string; kept: boolean }> {
+  const key = { namespace: 'default', runId: `subagent:${uniqueName('restarted')}:1`, digest: 'e'.repeat(64) };
+  const forgotten = `subagent:${uniqueName('forgotten')}:1`;
+  const bytes = Buffer.from('the start input');
+  await store.put(key, bytes);
+  await store.put({ ...key, runId: forgotten }, bytes);
+  await age(key.runId);
+  await age(forgotten);
+  const racing: SubagentPayloadStore = {
+    name: store.name,
+    get: (blob) => store.get(blob),
+    put: (blob, data) => store.put(blob, data),
+    deleteRun: (...args) => store.deleteRun(...args),
+    close: () => store.close(),
+    async runs(namespace) {
+      const listed = await store.runs(namespace);
+      await store.put(key, bytes);
+      return listed;
+    },
+  };
+  const deleted = await sweepPayloads(client, racing);
+  return { deleted, forgotten, kept: (await store.get(key)) !== undefined };
+}
+
 describe('in files (the embedded default)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'subagent-payloads-'));
   const store = new FilePayloadStore(dir);
@@ -211,6 +245,21 @@ describe('in files (the embedded default)', () => {
     expect(blobsOf(live.id).length).toBeGreaterThan(0);
     await live.dispose();
   }, 60_000);
+
+  it('keeps the blobs of a run written to between the sweep listing the runs and deleting them', async () => {
+    // Before, the sweep went by the times it listed: a blob stored after (a start repeated with
+    // its key, which reaches the server once the sweep has asked about the run) was deleted.
+    const own = new FilePayloadStore(mkdtempSync(join(tmpdir(), 'subagent-payloads-between-')));
+    const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
+    const { deleted, forgotten, kept } = await sweepAroundAStart(setup.temporal.client, own, async (runId) => {
+      const runDir = join(own.dir, 'default', encodeURIComponent(runId));
+      for (const name of readdirSync(runDir)) utimesSync(join(runDir, name), twoHoursAgo, twoHoursAgo);
+      utimesSync(runDir, twoHoursAgo, twoHoursAgo);
+    });
+    expect(deleted).toContain(forgotten);
+    expect(deleted).toHaveLength(1);
+    expect(kept).toBe(true);
+  });
 
   it('keeps the blobs of a run started again with its idempotency key after the server forgot it, from a sweep before the start reaches the server', async () => {
     // Before, the input blob was there already with its old time: put left it as it was, so the
@@ -298,6 +347,17 @@ describe("the worker's sweeper", () => {
   }, 60_000);
 });
 
+/** Makes the rows of `runId` two hours old. */
+async function agedRows(url: string, runId: string): Promise<void> {
+  const sql = new PostgresClient({ connectionString: url });
+  await sql.connect();
+  try {
+    await sql.query(`UPDATE subagent_payloads SET created_at = now() - interval '2 hours' WHERE run_id = $1`, [runId]);
+  } finally {
+    await sql.end();
+  }
+}
+
 describe('in PostgreSQL (deployments)', () => {
   let postgres: TestPostgres;
   let setup: Setup;
@@ -315,19 +375,23 @@ describe('in PostgreSQL (deployments)', () => {
     await run.dispose();
   }, 120_000);
 
+  it('keeps the blobs of a run written to between the sweep listing the runs and deleting them', async () => {
+    // Before, the sweep went by the times it listed: a row written after was deleted.
+    const { deleted, forgotten, kept } = await sweepAroundAStart(
+      setup.temporal.client,
+      new PostgresPayloadStore(postgres.url),
+      (runId) => agedRows(postgres.url, runId),
+    );
+    expect(deleted).toContain(forgotten);
+    expect(deleted).toHaveLength(1);
+    expect(kept).toBe(true);
+  });
+
   it('keeps the blobs of a run started again with its idempotency key after the server forgot it, from a sweep before the start reaches the server', async () => {
     // Before, the input's row was there already: ON CONFLICT DO NOTHING kept its old time.
-    const { swept, result } = await startAgainAfterForgotten(new PostgresPayloadStore(postgres.url), async (runId) => {
-      const sql = new PostgresClient({ connectionString: postgres.url });
-      await sql.connect();
-      try {
-        await sql.query(`UPDATE subagent_payloads SET created_at = now() - interval '2 hours' WHERE run_id = $1`, [
-          runId,
-        ]);
-      } finally {
-        await sql.end();
-      }
-    });
+    const { swept, result } = await startAgainAfterForgotten(new PostgresPayloadStore(postgres.url), (runId) =>
+      agedRows(postgres.url, runId),
+    );
     expect(swept).toEqual([]);
     expect(result).toEqual({ output: text('done'), stopReason: 'completed' });
   }, 60_000);
