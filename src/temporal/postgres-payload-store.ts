@@ -5,6 +5,9 @@ import { Pool, type PoolConfig } from 'pg';
 import type { PayloadBlobKey, SubagentPayloadStore } from './payload-store';
 
 const TABLE = 'subagent_payloads';
+/** PostgreSQL's error codes (SQLSTATE) for a unique violation and a table that already exists. */
+const UNIQUE_VIOLATION = '23505';
+const DUPLICATE_TABLE = '42P07';
 
 /** Payloads in the PostgreSQL database at `connectionString` (`postgres://...`); creates its table. */
 export class PostgresPayloadStore implements SubagentPayloadStore {
@@ -27,6 +30,11 @@ export class PostgresPayloadStore implements SubagentPayloadStore {
            created_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (namespace, run_id, digest))`,
       )
       .catch((err: unknown) => {
+        // Another process created it at the same moment (workers and callers of a new deployment
+        // starting together): IF NOT EXISTS does not cover a creation still in flight, which
+        // fails the others, once it commits, on pg_type's unique index (or as a duplicate table).
+        const code = (err as { code?: unknown }).code;
+        if (code === UNIQUE_VIOLATION || code === DUPLICATE_TABLE) return;
         this.ready = undefined;
         throw err;
       });

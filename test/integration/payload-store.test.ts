@@ -375,6 +375,48 @@ describe('in PostgreSQL (deployments)', () => {
     await run.dispose();
   }, 120_000);
 
+  it('stores blobs from many stores that create their table at the same moment on a fresh database', async () => {
+    // Before, CREATE TABLE IF NOT EXISTS run by several processes at once (a deployment's workers
+    // and callers starting together) failed all but one with a unique violation on pg_type, and
+    // their first stores (a start: UNAVAILABLE) with it. The other process is a session here that
+    // creates the table in a transaction held open until the stores wait on it.
+    const sql = new PostgresClient({ connectionString: postgres.url });
+    await sql.connect();
+    const blocker = new PostgresClient({ connectionString: postgres.url, options: '-c search_path=racing' });
+    await blocker.connect();
+    const racing = Array.from(
+      { length: 4 },
+      () => new PostgresPayloadStore({ connectionString: postgres.url, options: '-c search_path=racing' }),
+    );
+    try {
+      await sql.query('CREATE SCHEMA template; CREATE SCHEMA racing');
+      const template = new PostgresPayloadStore({ connectionString: postgres.url, options: '-c search_path=template' });
+      await template.runs('default');
+      await template.close();
+      await blocker.query('BEGIN');
+      await blocker.query('CREATE TABLE subagent_payloads (LIKE template.subagent_payloads INCLUDING ALL)');
+      const keys = racing.map((_, index) => ({ namespace: 'default', runId: 'racing', digest: `${index}`.repeat(64) }));
+      const stored = Promise.allSettled(racing.map((store, index) => store.put(keys[index]!, Buffer.from('blob'))));
+      await eventually(async () => {
+        const { rows } = await sql.query<{ waiting: number }>(
+          `SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'CREATE TABLE IF NOT EXISTS%'`,
+        );
+        return rows[0]!.waiting === racing.length ? true : undefined;
+      });
+      await blocker.query('COMMIT');
+      expect(
+        (await stored).map((outcome) => (outcome.status === 'rejected' ? String(outcome.reason) : 'stored')),
+      ).toEqual(racing.map(() => 'stored'));
+      const back = await Promise.all(racing.map((store, index) => store.get(keys[index]!)));
+      expect(back.map((bytes) => Buffer.from(bytes!).toString())).toEqual(racing.map(() => 'blob'));
+    } finally {
+      await blocker.query('ROLLBACK').catch(() => undefined);
+      await blocker.end();
+      await Promise.all(racing.map((store) => store.close()));
+      await sql.end();
+    }
+  });
+
   it('keeps the blobs of a run written to between the sweep listing the runs and deleting them', async () => {
     // Before, the sweep went by the times it listed: a row written after was deleted.
     const { deleted, forgotten, kept } = await sweepAroundAStart(
