@@ -17,7 +17,7 @@ import {
 } from '../../workflows/definitions';
 import { isWorkflowId } from '../seam/constants';
 import { SubagentError, causeChain } from '../seam/errors';
-import { DEFAULT_RECONNECT_WINDOW_MS, isNotFound, ridingOutOutages, sealedWithoutCodec } from './errors';
+import { DEFAULT_RECONNECT_WINDOW_MS, isNotFound, isUnreachable, ridingOutOutages, sealedWithoutCodec } from './errors';
 import { retrievePayloads } from './payload-store';
 
 export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -163,7 +163,7 @@ export async function* runHistory(
       }
       if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED) {
         // A reset ends the run it resets so: the run goes on in the run the reset made.
-        temporalRunId = await ridingOut(() => resetRunOf(client, runId, current));
+        temporalRunId = await ridingOut(() => runAfterReset(client, runId, current));
         if (temporalRunId) {
           resetRun = true;
           break;
@@ -189,20 +189,85 @@ export function isResetPoint(event: HistoryEvent, runId: string): boolean {
   );
 }
 
-/** The run a reset of terminated run `runId` made, if one did. */
-async function resetRunOf(client: Client, workflowId: string, runId: string): Promise<string | undefined> {
-  try {
-    const { workflowExtendedInfo } = await client.workflowService.describeWorkflowExecution({
-      namespace: client.options.namespace,
-      execution: { workflowId, runId },
-    });
-    const resetRunId = workflowExtendedInfo?.resetRunId;
-    return resetRunId && resetRunId !== runId ? resetRunId : undefined;
-  } catch (err) {
-    // Gone from the server (its retention ran out): what it ended in is all there is to read.
-    if (isNotFound(err)) return undefined;
-    throw err;
+/**
+ * The run that took over from terminated run `runId` when a reset ended it, if one did. The run a
+ * reset ends is the one running then, which is not always the one it was based on (a reset of an
+ * earlier run: one before a continue-as-new, or one reset before), and only the base run names
+ * the run its reset made (`resetRunId`, the newest such run: a run reset twice names the second).
+ * Only one run of a workflow is open at a time, so the run that took over is the first of its runs
+ * to start after `runId`; it is taken only if a reset made it. Its candidates: the base run's
+ * `resetRunId`, the workflow's current run (a reset is there at once) and its runs as the
+ * visibility store lists them (it catches up a moment later). Rejects as a describe does.
+ */
+export async function runAfterReset(client: Client, workflowId: string, runId: string): Promise<string | undefined> {
+  const describe = async (id: string | undefined) => {
+    try {
+      return await client.workflowService.describeWorkflowExecution({
+        namespace: client.options.namespace,
+        execution: { workflowId, ...(id ? { runId: id } : {}) },
+      });
+    } catch (err) {
+      // Gone from the server (its retention ran out): what it ended in is all there is to read.
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  };
+  const ended = await describe(runId);
+  const endedAt = ended?.workflowExecutionInfo?.startTime;
+  if (!endedAt) return undefined;
+  const candidates = new Set<string>(await runsListedFrom(client, workflowId, nanosOf(endedAt)!));
+  const resetRunId = ended.workflowExtendedInfo?.resetRunId;
+  if (resetRunId) candidates.add(resetRunId);
+  const current = (await describe(undefined))?.workflowExecutionInfo?.execution?.runId;
+  if (current) candidates.add(current);
+  candidates.delete(runId);
+  let next: { runId: string; startedAt: bigint; byReset: boolean } | undefined;
+  for (const candidate of candidates) {
+    const described = await describe(candidate);
+    const startedAt = nanosOf(described?.workflowExecutionInfo?.startTime);
+    if (startedAt === undefined || startedAt <= nanosOf(endedAt)! || (next && startedAt >= next.startedAt)) continue;
+    // A run a reset made starts at its reset.
+    const byReset = nanosOf(described!.workflowExtendedInfo?.lastResetTime) === startedAt;
+    next = { runId: candidate, startedAt, byReset };
   }
+  return next?.byReset ? next.runId : undefined;
+}
+
+/**
+ * The ids of the workflow's runs that the visibility store lists as started at `from` or later (it
+ * keeps microseconds); none for an id a query cannot quote.
+ */
+async function runsListedFrom(client: Client, workflowId: string, from: bigint): Promise<string[]> {
+  if (/["'\\]/.test(workflowId)) return [];
+  const runIds: string[] = [];
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    let page: temporal.api.workflowservice.v1.IListWorkflowExecutionsResponse;
+    try {
+      page = await client.workflowService.listWorkflowExecutions({
+        namespace: client.options.namespace,
+        query: `WorkflowId = "${workflowId}"`,
+        ...(nextPageToken ? { nextPageToken } : {}),
+      });
+    } catch (err) {
+      // A server that lists nothing (a refusal, not an outage): the described candidates remain.
+      if (isUnreachable(err)) throw err;
+      return runIds;
+    }
+    for (const execution of page.executions ?? []) {
+      const startedAt = nanosOf(execution.startTime);
+      if (!execution.execution?.runId || (startedAt !== undefined && startedAt < from - 1000n)) continue;
+      runIds.push(execution.execution.runId);
+    }
+    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+  } while (nextPageToken);
+  return runIds;
+}
+
+/** A protobuf timestamp in nanoseconds, exactly. */
+function nanosOf(at: { seconds?: unknown; nanos?: number | null } | null | undefined): bigint | undefined {
+  if (!at?.seconds && !at?.nanos) return undefined;
+  return BigInt(String(at.seconds ?? 0)) * 1_000_000_000n + BigInt(at.nanos ?? 0);
 }
 
 async function firstRunId(client: Client, runId: string): Promise<string> {

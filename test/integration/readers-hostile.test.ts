@@ -182,6 +182,111 @@ describe('a run an operator reset', () => {
   });
 });
 
+describe('a run an operator reset more than once, or from an earlier run', () => {
+  const { EventType } = temporal.api.enums.v1;
+
+  /** Resets the run's Temporal run `temporalRunId` to the end of its first workflow task of its own; the reset's run. */
+  async function reset(runId: string, temporalRunId: string, reason: string): Promise<string> {
+    const { client } = runs.temporal;
+    const { events } = await client.workflow.getHandle(runId, temporalRunId).fetchHistory();
+    // A run a reset made has copies of the run before it up to its reset point: its own task comes after.
+    const own = events!.findIndex((event) => event.workflowTaskFailedEventAttributes?.newRunId === temporalRunId);
+    const task = events!
+      .slice(own + 1)
+      .find((event) => event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)!;
+    const { runId: made } = await client.workflowService.resetWorkflowExecution({
+      namespace: runs.temporal.namespace,
+      workflowExecution: { workflowId: runId, runId: temporalRunId },
+      workflowTaskFinishEventId: task.eventId,
+      reason,
+      requestId: uniqueName('reset'),
+    });
+    return made!;
+  }
+
+  /** Waits until `temporalRunId` is the run's current Temporal run and it waits, parked. */
+  const parkedIn = (runId: string, temporalRunId: string) =>
+    eventually(async () => {
+      const { runId: current } = await runs.temporal.client.workflow.getHandle(runId).describe();
+      return current === temporalRunId && (await runs.status(runId)).phase === 'parked' ? true : undefined;
+    });
+
+  /** Follows the run's events from now on; resolves with them once the stream ends. */
+  function follow(run: { events?: (options?: { follow?: boolean }) => AsyncIterable<SubagentRunEvent> }) {
+    const followed: SubagentRunEvent[] = [];
+    const done = (async () => {
+      for await (const event of run.events!()) followed.push(event);
+      return followed;
+    })();
+    return { followed, done };
+  }
+
+  /** The audit's records from the first reset on, with the Temporal run each came from. */
+  async function auditFromReset(runId: string) {
+    const drafts: AuditDraft[] = [];
+    for await (const draft of auditDrafts(runs.temporal.client, runId, false)) drafts.push(draft);
+    const types = drafts.map((draft) => [draft.type, (draft.data as { temporalRunId: string }).temporalRunId]);
+    return types.slice(types.findIndex(([type]) => type === 'reset'));
+  }
+
+  it.each([
+    ['again from its first run', (first: string) => first],
+    ['from the run the first reset made', (_first: string, middle: string) => middle],
+  ])(
+    'reads a run reset a second time %s, the run between the resets too: events() followed and read after, and the audit, once each, to its real close',
+    async (_case, baseOf) => {
+      const run = await parkedRun();
+      const { followed, done } = follow(run);
+      await eventually(() => (followed.some((event) => event.type === 'settled') ? true : undefined));
+      const first = (await runs.temporal.client.workflow.getHandle(run.id).describe()).runId;
+      const middle = await reset(run.id, first, 'the first reset');
+      await parkedIn(run.id, middle);
+      const last = await reset(run.id, baseOf(first, middle), 'the second reset');
+      await parkedIn(run.id, last);
+      await run.dispose();
+      const read: SubagentRunEvent[] = [];
+      for await (const event of run.events!({ follow: false })) read.push(event);
+      expect(await done).toEqual(read);
+      expect(read.filter((event) => event.type === 'closed')).toEqual([
+        expect.objectContaining({ closedBy: 'disposed' }),
+      ]);
+      expect(read.map((event) => event.offset)).toEqual(read.map((_, index) => index));
+      expect(await auditFromReset(run.id)).toEqual([
+        ['reset', middle],
+        ['turn', middle],
+        ['reset', last],
+        ['turn', last],
+        ['dispose', last],
+        ['close', last],
+      ]);
+    },
+  );
+
+  it('reads a run reset from the Temporal run before its continue-as-new on into the run the reset made (it ended at the termination of the run it continued as)', async () => {
+    const run = await parkedRun();
+    const first = (await runs.temporal.client.workflow.getHandle(run.id).describe()).runId;
+    const resumed = run.resume!(text('again'));
+    await resumed.result;
+    const { followed, done } = follow(run);
+    await eventually(() => (followed.filter((event) => event.type === 'settled').length === 2 ? true : undefined));
+    const made = await reset(run.id, first, 'back to the first segment');
+    await parkedIn(run.id, made);
+    await runs.service.attach(run.id).dispose();
+    const read: SubagentRunEvent[] = [];
+    for await (const event of run.events!({ follow: false })) read.push(event);
+    expect(await done).toEqual(read);
+    expect(read.filter((event) => event.type === 'closed')).toEqual([
+      expect.objectContaining({ closedBy: 'disposed' }),
+    ]);
+    expect(await auditFromReset(run.id)).toEqual([
+      ['reset', made],
+      ['turn', made],
+      ['dispose', made],
+      ['close', made],
+    ]);
+  });
+});
+
 describe('a run whose payloads are encrypted, read without the keys', () => {
   const key: EncryptionKey = { id: 'key-a', key: randomBytes(32) };
   const sealing = createScriptedProvider({ name: uniqueName('sealed-read') });
