@@ -20,10 +20,11 @@ import {
   closedOutcome,
   eventIdOf,
   isStalePageToken,
+  runAfterReset,
   runInput,
   settledOutcome,
 } from '../temporal/run-history';
-import { isNotFound, isUnreachable, toSubagentError } from '../temporal/errors';
+import { isNotFound, isUnreachable, ridingOutOutages, toSubagentError } from '../temporal/errors';
 
 const CLOSE_EVENT = temporal.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT;
 const CLOSING_EVENTS = new Set<number>([
@@ -137,6 +138,8 @@ class RunWatch {
       const firstPage = nextPageToken === undefined;
       const polledAt = Date.now();
       try {
+        // The run read is named: a reset that ends it is followed from it (`read`).
+        execution.runId ??= await this.currentRunId();
         const response = await this.client.connection.withAbortSignal(this.stop.signal, () =>
           this.client.workflowService.getWorkflowExecutionHistory({
             namespace,
@@ -172,7 +175,7 @@ class RunWatch {
       }
       let read: Awaited<ReturnType<RunWatch['read']>>;
       try {
-        read = await this.read(events, view, (next) => {
+        read = await this.read(events, view, execution.runId, (next) => {
           execution = next;
           nextPageToken = undefined;
           lastRead = 0;
@@ -193,19 +196,44 @@ class RunWatch {
     }
   }
 
+  /** The id of the workflow's current Temporal run. */
+  private async currentRunId(): Promise<string> {
+    const { workflowExecutionInfo } = await this.client.connection.withAbortSignal(this.stop.signal, () =>
+      this.client.workflowService.describeWorkflowExecution({
+        namespace: this.client.options.namespace,
+        execution: { workflowId: this.runId },
+      }),
+    );
+    return workflowExecutionInfo?.execution?.runId ?? '';
+  }
+
   /**
-   * Reads one page of events into `view`: the segment a run's start carries, an accepted resume,
-   * a settle point; `moveTo` the next run at a continue-as-new. Returns 'closed' once the workflow
-   * has closed (its waiters answered).
+   * Reads one page of events of Temporal run `temporalRunId` into `view`: the segment a run's start
+   * carries, an accepted resume, a settle point; `moveTo` the next run at a continue-as-new, and at
+   * a reset's termination to the run the reset made, whose view is read again from its start (its
+   * copies up to the reset point stand). Returns 'closed' once the workflow has closed (its
+   * waiters answered).
    */
   private async read(
     events: HistoryEvent[],
     view: SegmentOutcomeReply | undefined,
+    temporalRunId: string,
     moveTo: (execution: { workflowId: string; runId?: string }) => void,
   ): Promise<SegmentOutcomeReply | undefined | 'closed'> {
     const converter = this.client.options.loadedDataConverter;
     for (const event of events) {
       const type = event.eventType ?? 0;
+      if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED) {
+        const windowMs = Math.max(0, ...[...this.waiters].map((waiter) => waiter.reconnectWindowMs));
+        const next = await ridingOutOutages(() => runAfterReset(this.client, this.runId, temporalRunId), {
+          windowMs,
+          signal: this.stop.signal,
+        });
+        if (next) {
+          moveTo({ workflowId: this.runId, runId: next });
+          return undefined;
+        }
+      }
       if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED) {
         await this.settleClosed(await closedOutcome(converter, event));
         return 'closed';

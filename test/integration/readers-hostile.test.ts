@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { temporal } from '@temporalio/proto';
-import { AesGcmPayloadCodec, type EncryptionKey, type SubagentRunEvent } from '../../src';
+import { AesGcmPayloadCodec, type EncryptionKey, type SubagentRunEvent, runStarted } from '../../src';
 import { ENCRYPTED_FAILURE_CONVERTER_PATH } from '../../src/temporal/failure-converter';
 import { type AuditDraft, auditDrafts } from '../../src/audit';
 import { createScriptedProvider } from '../../src/testing';
@@ -18,6 +18,7 @@ import {
   startWorker,
   testRuns,
   text,
+  turnGates,
   uniqueName,
 } from '../helpers/temporal';
 
@@ -53,6 +54,32 @@ async function read(runId: string) {
   for await (const draft of auditDrafts(runs.temporal.client, runId, false)) drafts.push(draft);
   return { events: await events(false), nested: await events(true), drafts };
 }
+
+/** Resets the run's Temporal run `temporalRunId` to the end of its first workflow task of its own; the reset's run. */
+async function resetToOwnFirstTask(runId: string, temporalRunId: string, reason: string): Promise<string> {
+  const { client } = runs.temporal;
+  const { events } = await client.workflow.getHandle(runId, temporalRunId).fetchHistory();
+  // A run a reset made has copies of the run before it up to its reset point: its own task comes after.
+  const own = events!.findIndex((event) => event.workflowTaskFailedEventAttributes?.newRunId === temporalRunId);
+  const task = events!
+    .slice(own + 1)
+    .find((event) => event.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)!;
+  const { runId: made } = await client.workflowService.resetWorkflowExecution({
+    namespace: runs.temporal.namespace,
+    workflowExecution: { workflowId: runId, runId: temporalRunId },
+    workflowTaskFinishEventId: task.eventId,
+    reason,
+    requestId: uniqueName('reset'),
+  });
+  return made!;
+}
+
+/** Waits until `temporalRunId` is the run's current Temporal run and it waits, parked. */
+const parkedIn = (runId: string, temporalRunId: string) =>
+  eventually(async () => {
+    const { runId: current } = await runs.temporal.client.workflow.getHandle(runId).describe();
+    return current === temporalRunId && (await runs.status(runId)).phase === 'parked' ? true : undefined;
+  });
 
 const otherType = () =>
   runs.temporal.client.workflow.start('someOtherWorkflow', {
@@ -183,34 +210,6 @@ describe('a run an operator reset', () => {
 });
 
 describe('a run an operator reset more than once, or from an earlier run', () => {
-  const { EventType } = temporal.api.enums.v1;
-
-  /** Resets the run's Temporal run `temporalRunId` to the end of its first workflow task of its own; the reset's run. */
-  async function reset(runId: string, temporalRunId: string, reason: string): Promise<string> {
-    const { client } = runs.temporal;
-    const { events } = await client.workflow.getHandle(runId, temporalRunId).fetchHistory();
-    // A run a reset made has copies of the run before it up to its reset point: its own task comes after.
-    const own = events!.findIndex((event) => event.workflowTaskFailedEventAttributes?.newRunId === temporalRunId);
-    const task = events!
-      .slice(own + 1)
-      .find((event) => event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)!;
-    const { runId: made } = await client.workflowService.resetWorkflowExecution({
-      namespace: runs.temporal.namespace,
-      workflowExecution: { workflowId: runId, runId: temporalRunId },
-      workflowTaskFinishEventId: task.eventId,
-      reason,
-      requestId: uniqueName('reset'),
-    });
-    return made!;
-  }
-
-  /** Waits until `temporalRunId` is the run's current Temporal run and it waits, parked. */
-  const parkedIn = (runId: string, temporalRunId: string) =>
-    eventually(async () => {
-      const { runId: current } = await runs.temporal.client.workflow.getHandle(runId).describe();
-      return current === temporalRunId && (await runs.status(runId)).phase === 'parked' ? true : undefined;
-    });
-
   /** Follows the run's events from now on; resolves with them once the stream ends. */
   function follow(run: { events?: (options?: { follow?: boolean }) => AsyncIterable<SubagentRunEvent> }) {
     const followed: SubagentRunEvent[] = [];
@@ -239,9 +238,9 @@ describe('a run an operator reset more than once, or from an earlier run', () =>
       const { followed, done } = follow(run);
       await eventually(() => (followed.some((event) => event.type === 'settled') ? true : undefined));
       const first = (await runs.temporal.client.workflow.getHandle(run.id).describe()).runId;
-      const middle = await reset(run.id, first, 'the first reset');
+      const middle = await resetToOwnFirstTask(run.id, first, 'the first reset');
       await parkedIn(run.id, middle);
-      const last = await reset(run.id, baseOf(first, middle), 'the second reset');
+      const last = await resetToOwnFirstTask(run.id, baseOf(first, middle), 'the second reset');
       await parkedIn(run.id, last);
       await run.dispose();
       const read: SubagentRunEvent[] = [];
@@ -269,7 +268,7 @@ describe('a run an operator reset more than once, or from an earlier run', () =>
     await resumed.result;
     const { followed, done } = follow(run);
     await eventually(() => (followed.filter((event) => event.type === 'settled').length === 2 ? true : undefined));
-    const made = await reset(run.id, first, 'back to the first segment');
+    const made = await resetToOwnFirstTask(run.id, first, 'back to the first segment');
     await parkedIn(run.id, made);
     await runs.service.attach(run.id).dispose();
     const read: SubagentRunEvent[] = [];
@@ -284,6 +283,39 @@ describe('a run an operator reset more than once, or from an earlier run', () =>
       ['dispose', made],
       ['close', made],
     ]);
+  });
+});
+
+describe('a caller waiting on a run an operator reset', () => {
+  const gates = turnGates();
+
+  it('gets the settle point of the run the reset made: run.result and attach(id).result (they waited for that run to close)', async () => {
+    const run = runs.service.start(scripted.name, {
+      prompt: text('hello'),
+      parent: { id: 'parent' },
+      agentOptions: { script: [{ waitFor: gates.waitFor }] },
+    });
+    const { client } = runs.temporal;
+    const handle = client.workflow.getHandle(run.id);
+    try {
+      await runStarted(run);
+      // The turn is held: both waiters are on the run's first Temporal run when the reset ends it.
+      await eventually(async () => ((await handle.describe()).raw.pendingActivities?.length ? true : undefined));
+      let settled: unknown[] | undefined;
+      void Promise.all([run.result, runs.service.attach(run.id).result]).then((results) => (settled = results));
+      const first = (await handle.describe()).runId;
+      const made = await resetToOwnFirstTask(run.id, first, 'an operator reset it mid-turn');
+      gates.open(run.id, 0);
+      await parkedIn(run.id, made);
+      const results = await eventually(() => settled);
+      expect(results).toEqual([
+        expect.objectContaining({ stopReason: 'completed', output: text('scripted reply to: hello') }),
+        expect.objectContaining({ stopReason: 'completed', output: text('scripted reply to: hello') }),
+      ]);
+    } finally {
+      gates.open(run.id, 0);
+      await run.dispose();
+    }
   });
 });
 
