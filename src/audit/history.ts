@@ -18,6 +18,7 @@ import {
   decodePayload,
   decodePayloads,
   isResetPoint,
+  type HistoryEvent,
   OpenActivities,
   runHistory,
   settledOutcome,
@@ -51,10 +52,25 @@ export async function* auditDrafts(
   const reportedSegments = new Set<number>();
   const messageIds = new Set<string>();
   const activities = new OpenActivities();
-  for await (const { event, temporalRunId: current, time } of runHistory(client, runId, {
+  for await (const { event, temporalRunId, time, copied } of runHistory(client, runId, {
     follow,
     reconnectWindowMs,
   })) {
+    if (!copied) {
+      yield* records(event, temporalRunId, time);
+      continue;
+    }
+    // A run a reset made: where the run stood at its reset point is read again from its copies,
+    // so a segment it settles again is recorded again. A message stays recorded once: a reset
+    // hands the run those after its reset point again.
+    if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) reportedSegments.clear();
+    for await (const _ of records(event, temporalRunId, time)) {
+      // Recorded already, from the run before.
+    }
+  }
+
+  /** The records one event of the run's history stands for. */
+  async function* records(event: HistoryEvent, current: string, time: string): AsyncGenerator<AuditDraft> {
     const draft = (type: string, data: unknown): AuditDraft => ({
       type,
       time,

@@ -152,10 +152,18 @@ async function* runStream(client: Client, runId: string, reading: RunHistoryOpti
   const settledSegments = new Set<number>();
   const messageIds = new Set<string>();
   const activities = new OpenActivities();
-  for await (const { event, temporalRunId, time } of runHistory(client, runId, reading)) {
+  for await (const { event, temporalRunId, time, copied } of runHistory(client, runId, reading)) {
     const progress: SubagentProgress[] = [];
     switch (event.eventType) {
       case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+        if (copied) {
+          // A run a reset made: where the run stood at its reset point is read again from its
+          // copies, so what it does again after (a turn, a segment settled) is told again.
+          // Messages stay told once: a reset hands the run those after its reset point again.
+          turn = undefined;
+          openTurn = undefined;
+          settledSegments.clear();
+        }
         depth = ((await runInput(converter, event)) as SubagentRunInput).request.depth;
         break;
       case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED: {
@@ -263,7 +271,7 @@ async function* runStream(client: Client, runId: string, reading: RunHistoryOpti
     }
     for (const step of progress) {
       if (step.type === 'turn-end') openTurn = undefined;
-      yield { ...step, offset: offset++, runId, depth, time };
+      if (!copied) yield { ...step, offset: offset++, runId, depth, time };
     }
   }
 

@@ -125,6 +125,11 @@ export interface RunHistoryEvent {
   temporalRunId: string;
   /** ISO 8601, to the millisecond. */
   time: string;
+  /**
+   * A run a reset made copied the event from the run before it, up to its reset point: read
+   * already, no news, but where the run stood there (a reader rebuilds its state from the copies).
+   */
+  copied?: true;
 }
 
 export interface RunHistoryOptions {
@@ -137,8 +142,9 @@ export interface RunHistoryOptions {
 }
 
 /**
- * The run's history events in order, Temporal run after Temporal run across continue-as-new, until
- * the run closes (or only what exists so far when `follow` is false). Rejects with `UNKNOWN_RUN`
+ * The run's history events in order, Temporal run after Temporal run across continue-as-new and
+ * resets (a reset run's copies marked `copied`), until the run closes (or only what exists so far
+ * when `follow` is false). Rejects with `UNKNOWN_RUN`
  * for an id with no workflow. A server that is away is waited for, and the reading goes on where it
  * was.
  */
@@ -157,10 +163,7 @@ export async function* runHistory(
     let copied = resetRun;
     resetRun = false;
     for await (const event of historyEvents(client, runId, current, follow, ridingOut, signal)) {
-      if (copied) {
-        copied = !isResetPoint(event, current);
-        if (copied) continue;
-      }
+      if (copied) copied = !isResetPoint(event, current);
       if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED) {
         // A reset ends the run it resets so: the run goes on in the run the reset made.
         temporalRunId = await ridingOut(() => runAfterReset(client, runId, current));
@@ -171,7 +174,7 @@ export async function* runHistory(
       }
       const at = event.eventTime;
       const time = at ? new Date(Number(at.seconds) * 1000 + Math.floor((at.nanos ?? 0) / 1e6)).toISOString() : '';
-      yield { event, temporalRunId: current, time };
+      yield { event, temporalRunId: current, time, ...(copied ? { copied } : {}) };
       if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW) {
         temporalRunId = event.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
       }

@@ -200,7 +200,7 @@ describe('a run an operator reset', () => {
     const drafts: AuditDraft[] = [];
     for await (const draft of auditDrafts(client, run.id, false)) drafts.push(draft);
     const types = drafts.map((draft) => draft.type);
-    expect(types.slice(types.indexOf('reset'))).toEqual(['reset', 'turn', 'dispose', 'close']);
+    expect(types.slice(types.indexOf('reset'))).toEqual(['reset', 'turn', 'result', 'dispose', 'close']);
     expect(drafts.find((draft) => draft.type === 'reset')!.data).toMatchObject({
       temporalRunId: resetRunId,
       reason: 'an operator reset it',
@@ -250,16 +250,45 @@ describe('a run an operator reset more than once, or from an earlier run', () =>
         expect.objectContaining({ closedBy: 'disposed' }),
       ]);
       expect(read.map((event) => event.offset)).toEqual(read.map((_, index) => index));
+      const once = ['turn-start', 'text', 'turn-end', 'settled'];
+      expect(read.map((event) => event.type)).toEqual([...once, ...once, ...once, 'closed']);
       expect(await auditFromReset(run.id)).toEqual([
         ['reset', middle],
         ['turn', middle],
+        ['result', middle],
         ['reset', last],
         ['turn', last],
+        ['result', last],
         ['dispose', last],
         ['close', last],
       ]);
     },
   );
+
+  it('tells what the run a reset made does again: the turn’s start and the settle point in events(), the result in the audit (they were left out as told already)', async () => {
+    const run = await parkedRun();
+    const made = await resetToOwnFirstTask(
+      run.id,
+      (await runs.temporal.client.workflow.getHandle(run.id).describe()).runId,
+      'once more',
+    );
+    await parkedIn(run.id, made);
+    await run.dispose();
+    const { events } = await read(run.id);
+    const once = ['turn-start', 'text', 'turn-end', 'settled'];
+    expect(events.map((event) => event.type)).toEqual([...once, ...once, 'closed']);
+    expect(events.filter((event) => event.type === 'settled')).toEqual([
+      expect.objectContaining({ segment: 0, result: expect.objectContaining({ stopReason: 'completed' }) }),
+      expect.objectContaining({ segment: 0, result: expect.objectContaining({ stopReason: 'completed' }) }),
+    ]);
+    expect(await auditFromReset(run.id)).toEqual([
+      ['reset', made],
+      ['turn', made],
+      ['result', made],
+      ['dispose', made],
+      ['close', made],
+    ]);
+  });
 
   it('reads a run reset from the Temporal run before its continue-as-new on into the run the reset made (it ended at the termination of the run it continued as)', async () => {
     const run = await parkedRun();
@@ -280,6 +309,7 @@ describe('a run an operator reset more than once, or from an earlier run', () =>
     expect(await auditFromReset(run.id)).toEqual([
       ['reset', made],
       ['turn', made],
+      ['result', made],
       ['dispose', made],
       ['close', made],
     ]);
