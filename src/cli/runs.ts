@@ -2,7 +2,7 @@
 // the configured server through a client connection; none loads the Temporal worker.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { Client } from '@temporalio/client';
+import { type Client, type WorkflowExecutionInfo, WorkflowNotFoundError } from '@temporalio/client';
 import { type SubagentRunStatus, sendMessageSignal, statusQuery } from '../../workflows/definitions';
 import { type AuditRecord, auditDrafts } from '../audit';
 import { approveRequest } from '../client/run-approvals';
@@ -104,12 +104,17 @@ function followProgress(client: Client, runId: string): { finish(): Promise<void
 const quote = (value: string) => `'${value.replaceAll("'", "\\'")}'`;
 
 export async function list(flags: Flags, client: Client): Promise<number> {
-  const clauses = [`WorkflowType = 'subagentRunWorkflow'`];
+  // A run continued as new (a resume, a long segment) goes on in the run it continued as.
+  const clauses = [`WorkflowType = 'subagentRunWorkflow'`, `ExecutionStatus != 'ContinuedAsNew'`];
   if (flags.values.provider) clauses.push(`SubagentProvider = ${quote(String(flags.values.provider))}`);
   if (flags.values.status) clauses.push(`SubagentStatus = ${quote(String(flags.values.status))}`);
   const limit = wholeNumberOption(flags, 'limit', 1) ?? 50;
   const rows: Record<string, unknown>[] = [];
+  const listed = new Set<string>();
   for await (const execution of client.workflow.list({ query: clauses.join(' AND ') })) {
+    // Each run once, as its current Temporal run shows it: one a reset ended has its last status.
+    if (listed.has(execution.workflowId) || !(await isCurrentRun(client, execution))) continue;
+    listed.add(execution.workflowId);
     const attributes = execution.searchAttributes as Record<string, unknown[] | undefined>;
     rows.push({
       id: execution.workflowId,
@@ -132,6 +137,17 @@ export async function list(flags: Flags, client: Client): Promise<number> {
     }
   }
   return EXIT.ok;
+}
+
+/** Whether `execution` is its workflow's current run: a closed one may have been reset since. */
+async function isCurrentRun(client: Client, execution: WorkflowExecutionInfo): Promise<boolean> {
+  if (execution.status.name === 'RUNNING') return true;
+  try {
+    return (await client.workflow.getHandle(execution.workflowId).describe()).runId === execution.runId;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
 }
 
 /**

@@ -316,6 +316,36 @@ describe('a run an operator reset more than once, or from an earlier run', () =>
   });
 });
 
+describe('subagents list', () => {
+  it('lists a run once, as its current Temporal run shows it: one resumed and then reset (it listed every Temporal run of it, each with its last status)', async () => {
+    const run = await parkedRun();
+    const { client } = runs.temporal;
+    const resumed = run.resume!(text('again'));
+    await resumed.result;
+    const continued = (await client.workflow.getHandle(run.id).describe()).runId;
+    const made = await resetToOwnFirstTask(run.id, continued, 'an operator reset it');
+    await parkedIn(run.id, made);
+    try {
+      // The visibility store lists the three Temporal runs: the first (continued as new), the one
+      // the reset ended and the one it made.
+      await eventually(async () => {
+        let listed = 0;
+        for await (const _ of client.workflow.list({ query: `WorkflowId = '${run.id}'` })) listed++;
+        return listed === 3 ? true : undefined;
+      });
+      const rowsOf = async (args: string[]) => {
+        const { stdout } = await cli(runs.temporal, ['list', '--provider', scripted.name, ...args, '--json']);
+        return (JSON.parse(stdout) as { id: string; status: string }[]).filter((row) => row.id === run.id);
+      };
+      expect(await rowsOf([])).toEqual([expect.objectContaining({ id: run.id, status: 'parked' })]);
+      expect(await rowsOf(['--status', 'parked'])).toHaveLength(1);
+      expect(await rowsOf(['--status', 'running'])).toEqual([]);
+    } finally {
+      await runs.service.attach(run.id).dispose();
+    }
+  });
+});
+
 describe('a caller waiting on a run an operator reset', () => {
   const gates = turnGates();
 
