@@ -229,8 +229,8 @@ export async function runAfterReset(client: Client, workflowId: string, runId: s
     const described = await describe(candidate);
     const startedAt = nanosOf(described?.workflowExecutionInfo?.startTime);
     if (startedAt === undefined || startedAt <= nanosOf(endedAt)! || (next && startedAt >= next.startedAt)) continue;
-    // A run a reset made starts at its reset.
-    const byReset = nanosOf(described!.workflowExtendedInfo?.lastResetTime) === startedAt;
+    // A run a reset made starts at its reset (and a base run names the newest its resets made).
+    const byReset = candidate === resetRunId || nanosOf(described!.workflowExtendedInfo?.lastResetTime) === startedAt;
     next = { runId: candidate, startedAt, byReset };
   }
   return next?.byReset ? next.runId : undefined;
