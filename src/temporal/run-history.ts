@@ -164,8 +164,9 @@ export async function* runHistory(
     resetRun = false;
     for await (const event of historyEvents(client, runId, current, follow, ridingOut, signal)) {
       if (copied) copied = !isResetPoint(event, current);
-      if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED) {
-        // A reset ends the run it resets so: the run goes on in the run the reset made.
+      if (RUN_CLOSES.has(event.eventType ?? 0)) {
+        // A reset ends the run running then so (terminated), or takes up a run that has closed:
+        // the run goes on in the run the reset made, and this close was undone.
         temporalRunId = await ridingOut(() => runAfterReset(client, runId, current));
         if (temporalRunId) {
           resetRun = true;
@@ -182,6 +183,15 @@ export async function* runHistory(
   }
 }
 
+/** The events that close a Temporal run and the run with it, unless a reset takes it up again. */
+const RUN_CLOSES = new Set<number>([
+  EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+  EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+  EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT,
+  EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+  EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+]);
+
 /** The event that marks where reset run `runId` leaves its copies of the run it reset, and goes its own way. */
 export function isResetPoint(event: HistoryEvent, runId: string): boolean {
   const failed = event.workflowTaskFailedEventAttributes;
@@ -193,14 +203,15 @@ export function isResetPoint(event: HistoryEvent, runId: string): boolean {
 }
 
 /**
- * The run that took over from terminated run `runId` when a reset ended it, if one did. The run a
- * reset ends is the one running then, which is not always the one it was based on (a reset of an
- * earlier run: one before a continue-as-new, or one reset before), and only the base run names
- * the run its reset made (`resetRunId`, the newest such run: a run reset twice names the second).
- * Only one run of a workflow is open at a time, so the run that took over is the first of its runs
- * to start after `runId`; it is taken only if a reset made it. Its candidates: the base run's
- * `resetRunId`, the workflow's current run (a reset is there at once) and its runs as the
- * visibility store lists them (it catches up a moment later). Rejects as a describe does.
+ * The run that took over from closed run `runId` when a reset ended it (terminated) or took it up
+ * after it closed, if one did. The run a reset ends is the one running then, which is not always
+ * the one it was based on (a reset of an earlier run: one before a continue-as-new, or one reset
+ * before), and only the base run names the run its reset made (`resetRunId`, the newest such run:
+ * a run reset twice names the second). Only one run of a workflow is open at a time, so the run
+ * that took over is the first of its runs to start after `runId`; it is taken only if a reset made
+ * it. Its candidates: the base run's `resetRunId`, the workflow's current run (a reset is there at
+ * once) and its runs as the visibility store lists them (it catches up a moment later). A run that
+ * is still the workflow's current one costs one describe. Rejects as a describe does.
  */
 export async function runAfterReset(client: Client, workflowId: string, runId: string): Promise<string | undefined> {
   const describe = async (id: string | undefined) => {
@@ -215,14 +226,15 @@ export async function runAfterReset(client: Client, workflowId: string, runId: s
       throw err;
     }
   };
+  const current = (await describe(undefined))?.workflowExecutionInfo?.execution?.runId;
+  if (!current || current === runId) return undefined;
   const ended = await describe(runId);
   const endedAt = ended?.workflowExecutionInfo?.startTime;
   if (!endedAt) return undefined;
   const candidates = new Set<string>(await runsListedFrom(client, workflowId, nanosOf(endedAt)!));
   const resetRunId = ended.workflowExtendedInfo?.resetRunId;
   if (resetRunId) candidates.add(resetRunId);
-  const current = (await describe(undefined))?.workflowExecutionInfo?.execution?.runId;
-  if (current) candidates.add(current);
+  candidates.add(current);
   candidates.delete(runId);
   let next: { runId: string; startedAt: bigint; byReset: boolean } | undefined;
   for (const candidate of candidates) {

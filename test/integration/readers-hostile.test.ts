@@ -55,8 +55,16 @@ async function read(runId: string) {
   return { events: await events(false), nested: await events(true), drafts };
 }
 
-/** Resets the run's Temporal run `temporalRunId` to the end of its first workflow task of its own; the reset's run. */
-async function resetToOwnFirstTask(runId: string, temporalRunId: string, reason: string): Promise<string> {
+/**
+ * Resets the run's Temporal run `temporalRunId` to the end of its first workflow task of its own
+ * (without handing the run the updates after it again, if asked); the reset's run.
+ */
+async function resetToOwnFirstTask(
+  runId: string,
+  temporalRunId: string,
+  reason: string,
+  { withoutUpdates = false } = {},
+): Promise<string> {
   const { client } = runs.temporal;
   const { events } = await client.workflow.getHandle(runId, temporalRunId).fetchHistory();
   // A run a reset made has copies of the run before it up to its reset point: its own task comes after.
@@ -70,6 +78,9 @@ async function resetToOwnFirstTask(runId: string, temporalRunId: string, reason:
     workflowTaskFinishEventId: task.eventId,
     reason,
     requestId: uniqueName('reset'),
+    ...(withoutUpdates
+      ? { resetReapplyExcludeTypes: [temporal.api.enums.v1.ResetReapplyExcludeType.RESET_REAPPLY_EXCLUDE_TYPE_UPDATE] }
+      : {}),
   });
   return made!;
 }
@@ -281,6 +292,27 @@ describe('a run an operator reset more than once, or from an earlier run', () =>
       expect.objectContaining({ segment: 0, result: expect.objectContaining({ stopReason: 'completed' }) }),
       expect.objectContaining({ segment: 0, result: expect.objectContaining({ stopReason: 'completed' }) }),
     ]);
+    expect(await auditFromReset(run.id)).toEqual([
+      ['reset', made],
+      ['turn', made],
+      ['result', made],
+      ['dispose', made],
+      ['close', made],
+    ]);
+  });
+
+  it('reads a run an operator reset after it closed on into the run the reset made, to its new close (it ended at the close the reset undid)', async () => {
+    const run = await parkedRun();
+    const { client } = runs.temporal;
+    const closed = (await client.workflow.getHandle(run.id).describe()).runId;
+    await run.dispose();
+    // Taken up without the dispose (an update, which a reset hands the run again by default).
+    const made = await resetToOwnFirstTask(run.id, closed, 'take it up again', { withoutUpdates: true });
+    await parkedIn(run.id, made);
+    await runs.service.attach(run.id).dispose();
+    const { events } = await read(run.id);
+    const once = ['turn-start', 'text', 'turn-end', 'settled'];
+    expect(events.map((event) => event.type)).toEqual([...once, ...once, 'closed']);
     expect(await auditFromReset(run.id)).toEqual([
       ['reset', made],
       ['turn', made],
