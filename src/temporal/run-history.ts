@@ -1,6 +1,7 @@
 // Reading the run workflow's history: its events across every continue-as-new, what a start
 // carries and where a segment settled. Observers (client/run-outcomes.ts), progress events
 // (client/run-events.ts) and the audit (audit/history.ts) read the same events.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { LoadedDataConverter, Payload } from '@temporalio/common';
 import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
@@ -231,7 +232,15 @@ export async function runAfterReset(client: Client, workflowId: string, runId: s
   const ended = await describe(runId);
   const endedAt = ended?.workflowExecutionInfo?.startTime;
   if (!endedAt) return undefined;
-  const candidates = new Set<string>(await runsListedFrom(client, workflowId, nanosOf(endedAt)!));
+  let listed: string[] | undefined;
+  for (let pause = 50; ; pause *= 2) {
+    listed = await runsListedFrom(client, workflowId, nanosOf(endedAt)!);
+    // The store lists a run a moment after it starts: while it lacks the current run, it may lack
+    // a run between (two resets in quick succession), which would be skipped.
+    if (!listed || listed.includes(current) || pause > MAX_LISTING_PAUSE_MS) break;
+    await sleep(pause);
+  }
+  const candidates = new Set<string>(listed);
   const resetRunId = ended.workflowExtendedInfo?.resetRunId;
   if (resetRunId) candidates.add(resetRunId);
   candidates.add(current);
@@ -248,12 +257,15 @@ export async function runAfterReset(client: Client, workflowId: string, runId: s
   return next?.byReset ? next.runId : undefined;
 }
 
+/** The longest pause between listings of a workflow's runs that wait for the visibility store (some 3 s in all). */
+const MAX_LISTING_PAUSE_MS = 1600;
+
 /**
  * The ids of the workflow's runs that the visibility store lists as started at `from` or later (it
- * keeps microseconds); none for an id a query cannot quote.
+ * keeps microseconds); undefined for an id a query cannot quote, or a store that refuses to list.
  */
-async function runsListedFrom(client: Client, workflowId: string, from: bigint): Promise<string[]> {
-  if (/["'\\]/.test(workflowId)) return [];
+async function runsListedFrom(client: Client, workflowId: string, from: bigint): Promise<string[] | undefined> {
+  if (/["'\\]/.test(workflowId)) return undefined;
   const runIds: string[] = [];
   let nextPageToken: Uint8Array | undefined;
   do {
@@ -265,9 +277,9 @@ async function runsListedFrom(client: Client, workflowId: string, from: bigint):
         ...(nextPageToken ? { nextPageToken } : {}),
       });
     } catch (err) {
-      // A server that lists nothing (a refusal, not an outage): the described candidates remain.
+      // A store that refuses (not an outage): the described candidates remain.
       if (isUnreachable(err)) throw err;
-      return runIds;
+      return undefined;
     }
     for (const execution of page.executions ?? []) {
       const startedAt = nanosOf(execution.startTime);
