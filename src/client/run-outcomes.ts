@@ -138,8 +138,9 @@ class RunWatch {
       const firstPage = nextPageToken === undefined;
       const polledAt = Date.now();
       try {
-        // The run read is named: a reset that ends it is followed from it (`read`).
-        execution.runId ??= await this.currentRunId();
+        // The run read is named: a reset that ends it is followed from it (`read`). A run that
+        // closes as it settles needs no name, nor the describe: its close answers wherever it comes.
+        if (!this.closesOnSettle) execution.runId ??= await this.currentRunId();
         const response = await this.client.connection.withAbortSignal(this.stop.signal, () =>
           this.client.workflowService.getWorkflowExecutionHistory({
             namespace,
@@ -217,13 +218,13 @@ class RunWatch {
   private async read(
     events: HistoryEvent[],
     view: SegmentOutcomeReply | undefined,
-    temporalRunId: string,
+    temporalRunId: string | undefined,
     moveTo: (execution: { workflowId: string; runId?: string }) => void,
   ): Promise<SegmentOutcomeReply | undefined | 'closed'> {
     const converter = this.client.options.loadedDataConverter;
     for (const event of events) {
       const type = event.eventType ?? 0;
-      if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED) {
+      if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED && temporalRunId !== undefined) {
         const windowMs = Math.max(0, ...[...this.waiters].map((waiter) => waiter.reconnectWindowMs));
         const next = await ridingOutOutages(() => runAfterReset(this.client, this.runId, temporalRunId), {
           windowMs,
