@@ -37,6 +37,7 @@ export {
   exportAudit,
   generateAuditKeyPair,
   verifyAudit,
+  verifyAuditRecords,
 } from './audit';
 export { assertSupportedOutputSchema, snapshotOutputSchema, validateStructuredValue } from './structured/schema';
 export { AesGcmPayloadCodec, type EncryptionKey, codecFromEnv, generateEncryptionKey } from './temporal/codec';

@@ -102,28 +102,40 @@ export async function sealAudit(
   drafts: readonly AuditDraft[],
   signer?: AuditSigner,
 ): Promise<AuditRecord[]> {
+  const records: AuditRecord[] = [];
+  for await (const record of sealAuditRecords(runId, drafts.length, drafts, signer)) records.push(record);
+  return records;
+}
+
+/**
+ * The records `sealAudit` makes, yielded one at a time as each draft comes: the header (which
+ * counts them, so `count` is known first), then each draft sealed, with the signatures between.
+ * Holds one record and the chain's head, whatever the count. Reads `count` drafts and no more;
+ * rejects with `UNKNOWN_RUN` if `drafts` ends before (the run's history lost records since they
+ * were counted: it was deleted while it was read).
+ */
+export async function* sealAuditRecords(
+  runId: string,
+  count: number,
+  drafts: AsyncIterable<AuditDraft> | Iterable<AuditDraft>,
+  signer?: AuditSigner,
+): AsyncGenerator<AuditRecord> {
   // Signature records are counted in the header, so the count is known before any is made: one
   // after every CHECKPOINT drafts but the last, and the final one.
-  const signatures = signer ? Math.floor(Math.max(drafts.length - 1, 0) / CHECKPOINT) + 1 : 0;
-  const header: AuditDraft = {
-    type: 'audit.header',
-    time: new Date().toISOString(),
-    data: { runId, records: drafts.length + 1 + signatures, format: 2, ...(signer ? { keyId: signer.keyId } : {}) },
-  };
-  const records: AuditRecord[] = [];
-  const append = (draft: AuditDraft) => {
+  const signatures = signer ? Math.floor(Math.max(count - 1, 0) / CHECKPOINT) + 1 : 0;
+  let head: AuditRecord | undefined;
+  const seal = (draft: AuditDraft): AuditRecord => {
     const unsealed = {
-      seq: records.length,
+      seq: head ? head.seq + 1 : 0,
       type: draft.type,
       time: draft.time,
       data: draft.data,
-      prev: records.at(-1)?.hash ?? GENESIS,
+      prev: head?.hash ?? GENESIS,
     };
-    records.push({ ...unsealed, hash: hashOf(unsealed) });
+    return (head = { ...unsealed, hash: hashOf(unsealed) });
   };
   const signHead = async (final: boolean) => {
-    const head = records.at(-1)!;
-    const covers = { seq: head.seq, hash: head.hash };
+    const covers = { seq: head!.seq, hash: head!.hash };
     const signature = await signer!.sign(signedMessage(runId, covers, final));
     const data: AuditSignature = {
       keyId: signer!.keyId,
@@ -132,15 +144,29 @@ export async function sealAudit(
       final,
       signature: signature.toString('base64'),
     };
-    append({ type: SIGNATURE_RECORD, time: new Date().toISOString(), data });
+    return seal({ type: SIGNATURE_RECORD, time: new Date().toISOString(), data });
   };
-  append(header);
-  for (const [index, draft] of drafts.entries()) {
-    append(draft);
-    if (signer && (index + 1) % CHECKPOINT === 0 && index + 1 < drafts.length) await signHead(false);
+  yield seal({
+    type: 'audit.header',
+    time: new Date().toISOString(),
+    data: { runId, records: count + 1 + signatures, format: 2, ...(signer ? { keyId: signer.keyId } : {}) },
+  });
+  let sealed = 0;
+  if (count > 0) {
+    for await (const draft of drafts) {
+      yield seal(draft);
+      sealed++;
+      if (sealed === count) break;
+      if (signer && sealed % CHECKPOINT === 0) yield await signHead(false);
+    }
   }
-  if (signer) await signHead(true);
-  return records;
+  if (sealed < count) {
+    throw new SubagentError(
+      `the history of run "${runId}" gave ${sealed} records where it had ${count} a moment before: it was deleted while it was read`,
+      'UNKNOWN_RUN',
+    );
+  }
+  if (signer) yield await signHead(true);
 }
 
 /** `signed`: the signatures were checked with a public key, and hold. */
@@ -157,87 +183,142 @@ export interface VerifyAuditOptions {
 
 /** Checks a chain of records (parsed JSONL): every hash, every link, the order, the count, and the signatures. */
 export function verifyAudit(records: readonly unknown[], options: VerifyAuditOptions = {}): AuditVerdict {
-  let prev = GENESIS;
-  for (const [index, raw] of records.entries()) {
-    const record = raw as Partial<AuditRecord>;
-    if (typeof record !== 'object' || record === null || typeof record.hash !== 'string') {
-      return { ok: false, seq: index, reason: 'not an audit record' };
-    }
-    if (record.seq !== index) {
-      return {
-        ok: false,
-        seq: index,
-        reason: `record ${index} says it is record ${String(record.seq)}: reordered or removed`,
-      };
-    }
-    if (record.prev !== prev) {
-      return {
-        ok: false,
-        seq: index,
-        reason: 'its link to the previous record is broken: a record before it was edited, removed or reordered',
-      };
-    }
-    const { hash, ...unsealed } = record;
-    if (hashOf(unsealed) !== hash) {
-      return { ok: false, seq: index, reason: 'its content does not match its hash: it was edited' };
-    }
-    prev = hash;
-  }
-  const header = (records[0] as { data?: { records?: unknown; runId?: unknown } } | undefined)?.data;
-  if (header?.records !== records.length) {
-    return {
-      ok: false,
-      seq: records.length,
-      reason: `the header announces ${String(header?.records)} records, the file holds ${records.length}: records were removed from the end`,
-    };
-  }
-  if (options.publicKey === undefined) return { ok: true, records: records.length, signed: false };
-  return (
-    verifySignatures(records as AuditRecord[], String(header.runId), options.publicKey) ?? {
-      ok: true,
-      records: records.length,
-      signed: true,
-    }
-  );
+  const check = new ChainCheck(options);
+  for (const record of records) check.add(record);
+  return check.verdict();
 }
 
-/** The first signature problem, or undefined when every signature holds and the last one closes the file. */
-function verifySignatures(
-  records: AuditRecord[],
-  runId: string,
-  publicKey: string | KeyObject,
-): AuditVerdict | undefined {
-  let key: KeyObject;
-  try {
-    key = typeof publicKey === 'string' ? createPublicKey(publicKey) : publicKey;
-  } catch {
-    return { ok: false, seq: 0, reason: 'the public key given is not a PEM public key' };
-  }
-  const last = records.at(-1)!;
-  if (last.type !== SIGNATURE_RECORD || !(last.data as AuditSignature).final) {
-    return {
-      ok: false,
-      seq: last.seq,
-      reason: 'the file does not end with the final signature: it is unsigned, or was cut or rewritten',
-    };
-  }
-  for (const record of records) {
-    if (record.type !== SIGNATURE_RECORD) continue;
-    const signature = record.data as AuditSignature;
-    const covered = records[signature.covers?.seq];
-    if (!covered || covered.hash !== signature.covers.hash || signature.covers.seq !== record.seq - 1) {
-      return { ok: false, seq: record.seq, reason: 'the signature does not cover the record before it' };
+/**
+ * `verifyAudit` over records that come one at a time (a file read line by line): the same
+ * verdict, holding a few records whatever the chain's length. Reads `records` to its end;
+ * rejects only with what `records` throws.
+ */
+export async function verifyAuditRecords(
+  records: AsyncIterable<unknown> | Iterable<unknown>,
+  options: VerifyAuditOptions = {},
+): Promise<AuditVerdict> {
+  const check = new ChainCheck(options);
+  for await (const record of records) check.add(record);
+  return check.verdict();
+}
+
+/**
+ * A chain checked record by record. Its verdict names the first problem in the order a whole
+ * chain is checked in: the first broken hash or link; then the header's count; then, with a public
+ * key, the key itself, a file that does not end with the final signature, and the first signature
+ * that fails. So a signature is checked once the record after it (or the end) says whether it is
+ * the last; it holds the header's data, the last two records and the first problem.
+ */
+class ChainCheck {
+  private count = 0;
+  private header: unknown;
+  private chainProblem: AuditVerdict | undefined;
+  private signatureProblem: AuditVerdict | undefined;
+  /** The last record, and the one before it (what a signature in last place covers). */
+  private last: AuditRecord | undefined;
+  private beforeLast: AuditRecord | undefined;
+  private readonly key: KeyObject | undefined;
+  private readonly keyProblem: AuditVerdict | undefined;
+
+  constructor(private readonly options: VerifyAuditOptions) {
+    const { publicKey } = options;
+    if (publicKey === undefined) return;
+    try {
+      this.key = typeof publicKey === 'string' ? createPublicKey(publicKey) : publicKey;
+    } catch {
+      this.keyProblem = { ok: false, seq: 0, reason: 'the public key given is not a PEM public key' };
     }
-    if (signature.final !== (record === last)) {
-      return { ok: false, seq: record.seq, reason: 'a final signature that is not the last record' };
-    }
-    if (!signatureHolds(key, signedMessage(runId, signature.covers, signature.final), signature.signature)) {
+  }
+
+  add(raw: unknown): void {
+    const index = this.count++;
+    if (index === 0) this.header = (raw as { data?: unknown } | undefined)?.data;
+    if (this.chainProblem) return;
+    this.chainProblem = chainProblem(raw, index, this.last?.hash ?? GENESIS);
+    if (this.chainProblem) return;
+    // The record before is not the last: its signature, if it is one, can be checked now.
+    if (this.last) this.checkSignature(this.last, this.beforeLast, false);
+    this.beforeLast = this.last;
+    this.last = raw as AuditRecord;
+  }
+
+  verdict(): AuditVerdict {
+    if (this.chainProblem) return this.chainProblem;
+    const header = this.header as { records?: unknown; runId?: unknown } | undefined;
+    if (header?.records !== this.count) {
       return {
+        ok: false,
+        seq: this.count,
+        reason: `the header announces ${String(header?.records)} records, the file holds ${this.count}: records were removed from the end`,
+      };
+    }
+    if (this.options.publicKey === undefined) return { ok: true, records: this.count, signed: false };
+    if (this.keyProblem) return this.keyProblem;
+    const last = this.last!;
+    if (last.type !== SIGNATURE_RECORD || !(last.data as Partial<AuditSignature> | null)?.final) {
+      return {
+        ok: false,
+        seq: last.seq,
+        reason: 'the file does not end with the final signature: it is unsigned, or was cut or rewritten',
+      };
+    }
+    this.checkSignature(last, this.beforeLast, true);
+    return this.signatureProblem ?? { ok: true, records: this.count, signed: true };
+  }
+
+  /** Notes the first signature problem, in record order: `record`'s, if it is a signature and fails. */
+  private checkSignature(record: AuditRecord, before: AuditRecord | undefined, isLast: boolean): void {
+    if (!this.key || this.signatureProblem || record.type !== SIGNATURE_RECORD) return;
+    // A forger's file may hold anything where a signature's data should be, null included.
+    const signature = (record.data ?? {}) as Partial<AuditSignature>;
+    const covers = signature.covers;
+    if (covers?.seq !== record.seq - 1 || !before || before.hash !== covers.hash) {
+      this.signatureProblem = {
+        ok: false,
+        seq: record.seq,
+        reason: 'the signature does not cover the record before it',
+      };
+    } else if (signature.final !== isLast) {
+      this.signatureProblem = { ok: false, seq: record.seq, reason: 'a final signature that is not the last record' };
+    } else if (
+      !signatureHolds(this.key, signedMessage(String(this.headerRunId()), covers, signature.final), signature.signature)
+    ) {
+      this.signatureProblem = {
         ok: false,
         seq: record.seq,
         reason: `the signature does not verify with the public key given (key "${signature.keyId}")`,
       };
     }
+  }
+
+  private headerRunId(): unknown {
+    return (this.header as { runId?: unknown } | null | undefined)?.runId;
+  }
+}
+
+/** What is wrong with `raw` as record `index` of a chain whose previous hash is `prev`; undefined when nothing is. */
+function chainProblem(raw: unknown, index: number, prev: string): AuditVerdict | undefined {
+  const record = raw as Partial<AuditRecord>;
+  if (typeof record !== 'object' || record === null || typeof record.hash !== 'string') {
+    return { ok: false, seq: index, reason: 'not an audit record' };
+  }
+  if (record.seq !== index) {
+    return {
+      ok: false,
+      seq: index,
+      reason: `record ${index} says it is record ${String(record.seq)}: reordered or removed`,
+    };
+  }
+  if (record.prev !== prev) {
+    return {
+      ok: false,
+      seq: index,
+      reason: 'its link to the previous record is broken: a record before it was edited, removed or reordered',
+    };
+  }
+  const { hash, ...unsealed } = record;
+  if (hashOf(unsealed) !== hash) {
+    return { ok: false, seq: index, reason: 'its content does not match its hash: it was edited' };
   }
   return undefined;
 }

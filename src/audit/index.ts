@@ -10,6 +10,8 @@ export {
   ed25519AuditSigner,
   generateAuditKeyPair,
   sealAudit,
+  sealAuditRecords,
   verifyAudit,
+  verifyAuditRecords,
 } from './chain';
 export { auditDrafts, exportAudit } from './history';

@@ -1,7 +1,8 @@
 // The audit chain on its own: sealed records verify, and each way of tampering with them (an
 // edited, removed, reordered, appended or cut-off record, a recomputed hash) is caught at its seq.
-// The hashes alone cannot stop a forger who re-hashes the whole chain; its signatures can.
-import { createHash } from 'node:crypto';
+// The hashes alone cannot stop a forger who re-hashes the whole chain; its signatures can. Sealed
+// and checked a record at a time, the chain and its verdicts are the same.
+import { createHash, createPrivateKey } from 'node:crypto';
 import { canonicalJson } from '../../src';
 import {
   type AuditDraft,
@@ -9,7 +10,9 @@ import {
   ed25519AuditSigner,
   generateAuditKeyPair,
   sealAudit,
+  sealAuditRecords,
   verifyAudit,
+  verifyAuditRecords,
 } from '../../src/audit';
 
 const drafts: AuditDraft[] = [
@@ -141,6 +144,26 @@ describe('the signed audit chain', () => {
     });
   });
 
+  it.each<[string, (records: AuditRecord[]) => number, string]>([
+    ['checkpoint signature', () => 101, 'the signature does not cover the record before it'],
+    [
+      'final signature',
+      (r) => r.length - 1,
+      'the file does not end with the final signature: it is unsigned, or was cut or rewritten',
+    ],
+  ])('fails a chain whose %s holds null where its data should be (it threw a TypeError)', async (_case, at, reason) => {
+    const many = Array.from({ length: 150 }, (_, i) => ({ type: 'message', time: `t${i}`, data: { i } }));
+    const records = await sealAudit(RUN, many, signer);
+    const seq = at(records);
+    expect(records[seq]!.type).toBe('audit.signature');
+    const forged = forge(
+      records.map((record) => (record.seq === seq ? { ...record, data: null } : record)),
+      -1,
+    );
+    expect(verifyAudit(forged)).toMatchObject({ ok: true });
+    expect(verifyAudit(forged, { publicKey: keys.publicKey })).toEqual({ ok: false, seq, reason });
+  });
+
   it('signs a checkpoint every 100 records, each verifiable, and counts them in the header', async () => {
     const many = Array.from({ length: 250 }, (_, i) => ({ type: 'message', time: `t${i}`, data: { i } }));
     const records = await sealAudit(RUN, many, signer);
@@ -148,5 +171,129 @@ describe('the signed audit chain', () => {
     expect(signatures.map((record) => (record.data as { final: boolean }).final)).toEqual([false, false, true]);
     expect(records[0]!.data).toMatchObject({ records: records.length });
     expect(verifyAudit(records, { publicKey: keys.publicKey })).toMatchObject({ ok: true, signed: true });
+  });
+});
+
+describe('the audit chain a record at a time', () => {
+  /** Drafts made as they are asked for, with how many have been made so far. */
+  const drafting = (length: number) => {
+    const made = { count: 0 };
+    const drafts = (async function* () {
+      for (let i = 0; i < length; i++) {
+        made.count++;
+        yield { type: 'message', time: `t${i}`, data: { i, text: 'é'.repeat(i % 7) } };
+      }
+    })();
+    return { made, drafts };
+  };
+  /** An Ed25519 key made from a fixed seed: its signatures are the same from one run to the next. */
+  const fixedSigner = () => {
+    const der = Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.alloc(32, 7)]);
+    const pem = createPrivateKey({ key: der, format: 'der', type: 'pkcs8' }).export({ type: 'pkcs8', format: 'pem' });
+    return ed25519AuditSigner(pem.toString(), 'golden');
+  };
+  afterEach(() => jest.useRealTimers());
+
+  // The SHA-256 of the JSONL that sealAudit wrote for these 250 drafts before records were sealed
+  // one at a time (at commit 29356ad): the file format, byte for byte.
+  it.each([
+    ['unsigned', false, 251, '877e09b4cd86a5fbf39794f6048ae199df37cdd27edca8a2ffe3e2e88acd3982'],
+    ['signed', true, 254, 'a29123ce609fb3b473745a4fe9d6d0775230b8c53b0c799da34de89c47edaf57'],
+  ])(
+    'seals drafts as they come into the same bytes sealAudit wrote before (%s)',
+    async (_case, signed, length, sha) => {
+      jest.useFakeTimers({ now: new Date('2026-12-01T12:00:00.000Z') });
+      const { drafts } = drafting(250);
+      const hash = createHash('sha256');
+      let records = 0;
+      for await (const record of sealAuditRecords(
+        'subagent-x:golden',
+        250,
+        drafts,
+        signed ? fixedSigner() : undefined,
+      )) {
+        hash.update(JSON.stringify(record) + '\n');
+        records++;
+      }
+      expect([records, hash.digest('hex')]).toEqual([length, sha]);
+    },
+  );
+
+  it('takes each draft only once the record before it has been taken, and none past the count', async () => {
+    const { made, drafts } = drafting(300);
+    const seen: [number, number][] = [];
+    const signer = ed25519AuditSigner(generateAuditKeyPair().privateKey, 'k');
+    for await (const record of sealAuditRecords(RUN, 250, drafts, signer)) seen.push([record.seq, made.count]);
+    // Record n (past the header) is at most draft n: the drafts are not read ahead and held.
+    expect(seen.every(([seq, count]) => count <= Math.max(seq, 0))).toBe(true);
+    expect(made.count).toBe(250);
+    expect(seen).toHaveLength(254);
+  });
+
+  it('rejects with UNKNOWN_RUN when the drafts end before the count', async () => {
+    const { drafts } = drafting(3);
+    const records: AuditRecord[] = [];
+    await expect(
+      (async () => {
+        for await (const record of sealAuditRecords(RUN, 5, drafts)) records.push(record);
+      })(),
+    ).rejects.toMatchObject({ code: 'UNKNOWN_RUN' });
+    expect(records).toHaveLength(4);
+  });
+
+  it('gives the verdict verifyAudit gives, for each way of tampering, with and without a key', async () => {
+    const keys = generateAuditKeyPair();
+    const signer = ed25519AuditSigner(keys.privateKey, 'k');
+    const signed = await sealAudit(RUN, drafts, signer);
+    const many = Array.from({ length: 150 }, (_, i) => ({ type: 'message', time: `t${i}`, data: { i } }));
+    const checkpointed = await sealAudit(RUN, many, signer);
+    const atCheckpoint = (data: object) =>
+      forge(
+        checkpointed.map((r) => (r.seq === 101 ? { ...r, data: { ...(r.data as object), ...data } } : r)),
+        -1,
+      );
+    const cases: unknown[][] = [
+      checkpointed,
+      atCheckpoint({ final: true }),
+      atCheckpoint({ signature: 'AAAA' }),
+      atCheckpoint({ covers: null }),
+      sealed(),
+      sealed().filter((_, i) => i !== 2),
+      [...sealed().slice(0, 3), 'text'],
+      sealed().slice(0, -1),
+      [],
+      signed,
+      signed.slice(0, -1),
+      forge(signed, 2),
+      forge(signed, -1).map((r, i) => (i === 5 ? { ...r, data: { ...(r.data as object), final: false } } : r)),
+    ];
+    for (const records of cases) {
+      for (const options of [{}, { publicKey: keys.publicKey }, { publicKey: 'not a key' }]) {
+        const streamed = await verifyAuditRecords(
+          (async function* () {
+            yield* records;
+          })(),
+          options,
+        );
+        expect(streamed).toEqual(verifyAudit(records, options));
+      }
+    }
+    // The verdicts a checkpoint's signature gets, as a whole chain had them.
+    const withKey = { publicKey: keys.publicKey };
+    expect(verifyAudit(atCheckpoint({ final: true }), withKey)).toEqual({
+      ok: false,
+      seq: 101,
+      reason: 'a final signature that is not the last record',
+    });
+    expect(verifyAudit(atCheckpoint({ signature: 'AAAA' }), withKey)).toEqual({
+      ok: false,
+      seq: 101,
+      reason: 'the signature does not verify with the public key given (key "k")',
+    });
+    expect(verifyAudit(atCheckpoint({ covers: null }), withKey)).toEqual({
+      ok: false,
+      seq: 101,
+      reason: 'the signature does not cover the record before it',
+    });
   });
 });
