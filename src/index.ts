@@ -36,6 +36,7 @@ export {
   ed25519AuditSigner,
   exportAudit,
   generateAuditKeyPair,
+  streamAudit,
   verifyAudit,
   verifyAuditRecords,
 } from './audit';

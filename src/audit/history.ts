@@ -1,6 +1,6 @@
 // The audit trail of a run read from its whole Temporal history, across every continue-as-new, as
 // seam-level records (start, messages, turns, model and tool calls, permission decisions,
-// cancel, results, close); `exportAudit` seals them into the hash chain of chain.ts.
+// cancel, results, close); `exportAudit` and `streamAudit` seal them into the hash chain of chain.ts.
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import {
@@ -23,18 +23,34 @@ import {
   runHistory,
   settledOutcome,
 } from '../temporal/run-history';
-import { type AuditDraft, type AuditRecord, type AuditSigner, sealAudit } from './chain';
+import { type AuditDraft, type AuditRecord, type AuditSigner, sealAudit, sealAuditRecords } from './chain';
 
 const { EventType } = temporal.api.enums.v1;
 
 /**
  * The run's records in history order, header first, signed by `signer` if given. Rejects with
- * `UNKNOWN_RUN` for an id with no workflow. Payloads are decoded with the client's data converter (its codec decrypts them).
+ * `UNKNOWN_RUN` for an id with no workflow. Payloads are decoded with the client's data converter
+ * (its codec decrypts them). Holds every record: `streamAudit` yields the same one at a time.
  */
 export async function exportAudit(client: Client, runId: string, signer?: AuditSigner): Promise<AuditRecord[]> {
   const drafts: AuditDraft[] = [];
   for await (const draft of auditDrafts(client, runId, false)) drafts.push(draft);
   return sealAudit(runId, drafts, signer);
+}
+
+/**
+ * The records `exportAudit` returns, yielded one at a time, each sealed as its event is read: the
+ * memory of one record and the chain's head, however long the history. The header counts the
+ * records, so the history is read twice: once to count them, then to seal as many (a run still
+ * running has made more by then; they are left for the next export). Rejects as `exportAudit`
+ * does, at the start or part way; the caller discards what it was given then.
+ */
+export async function* streamAudit(client: Client, runId: string, signer?: AuditSigner): AsyncGenerator<AuditRecord> {
+  let count = 0;
+  for await (const _ of auditDrafts(client, runId, false)) count++;
+  // A history only grows (a reset ends the run it resets and goes on in another, read after it),
+  // so the second reading begins with the same records as the first.
+  yield* sealAuditRecords(runId, count, auditDrafts(client, runId, false), signer);
 }
 
 /**

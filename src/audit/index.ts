@@ -14,4 +14,4 @@ export {
   verifyAudit,
   verifyAuditRecords,
 } from './chain';
-export { auditDrafts, exportAudit } from './history';
+export { auditDrafts, exportAudit, streamAudit } from './history';

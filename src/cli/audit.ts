@@ -1,16 +1,21 @@
 // `subagents audit`: a run's history exported as hash-chained, signed JSONL; a file verified, by
 // its chain, by its signatures against a public key, and against the server's own history; and a
 // signing key pair made.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { type FileHandle, open } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { Client } from '@temporalio/client';
 import {
   type AuditDraft,
   type AuditRecord,
+  type AuditVerdict,
   auditDrafts,
   auditSignerFromEnv,
-  exportAudit,
   generateAuditKeyPair,
-  verifyAudit,
+  streamAudit,
+  verifyAuditRecords,
 } from '../audit';
 import { SIGNATURE_RECORD } from '../audit/chain';
 import { canonicalJson } from '../seam/json';
@@ -18,75 +23,156 @@ import { CliError, EXIT, Flags, describeOrUnknown, out, withClient } from './com
 
 export async function auditExport(flags: Flags, client: Client, id: string): Promise<number> {
   await describeOrUnknown(client.workflow.getHandle(id), id);
-  const records = await exportAudit(client, id, auditSignerFromEnv());
-  const jsonl = records.map((record) => JSON.stringify(record)).join('\n') + '\n';
-  if (flags.values.out) {
-    writeFileSync(String(flags.values.out), jsonl);
-    if (!flags.json) console.error(`wrote ${records.length} records to ${flags.values.out}`);
-    else console.log(JSON.stringify({ id, records: records.length, file: flags.values.out }));
-  } else {
-    process.stdout.write(jsonl);
+  let written = 0;
+  // Each record is written as it is sealed: one line at a time, however long the history.
+  const lines = async function* () {
+    for await (const record of streamAudit(client, id, auditSignerFromEnv())) {
+      written++;
+      yield JSON.stringify(record) + '\n';
+    }
+  };
+  const file = flags.values.out ? String(flags.values.out) : undefined;
+  if (!file) {
+    // Left open: the CLI flushes stdout before it exits.
+    await pipeline(Readable.from(lines()), process.stdout, { end: false });
+    return EXIT.ok;
   }
+  await writeWhole(file, lines());
+  if (!flags.json) console.error(`wrote ${written} records to ${file}`);
+  else console.log(JSON.stringify({ id, records: written, file }));
   return EXIT.ok;
 }
 
 /**
+ * Writes `lines` to `file` as they come, through a partial file renamed over it at the end: an
+ * export that fails part way leaves the file as it was. A FIFO or a device is written directly.
+ */
+async function writeWhole(file: string, lines: AsyncIterable<string>): Promise<void> {
+  if (statSync(file, { throwIfNoEntry: false })?.isFile() === false) {
+    await pipeline(Readable.from(lines), createWriteStream(file));
+    return;
+  }
+  const partial = `${file}.${randomBytes(6).toString('hex')}.partial`;
+  try {
+    await pipeline(Readable.from(lines), createWriteStream(partial, { flags: 'wx' }));
+    renameSync(partial, file);
+  } catch (err) {
+    rmSync(partial, { force: true });
+    throw err;
+  }
+}
+
+/**
  * Checks a file: its chain always; its signatures with `--public-key FILE`; and with
- * `--against-server`, every record against the one the server's history gives today.
+ * `--against-server`, every record against the one the server's history gives today. Reads the
+ * file line by line (twice with `--against-server`, through one descriptor), a record at a time.
  */
 export async function auditVerify(flags: Flags, file: string): Promise<number> {
-  const lines = readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((line) => line.trim() !== '');
-  let records: unknown[];
+  const handle = await open(file, 'r');
   try {
-    records = lines.map((line) => JSON.parse(line) as unknown);
-  } catch {
-    out(flags, `${file}: not JSONL`, { ok: false, reason: 'not JSONL' });
-    return EXIT.tampered;
-  }
-  const publicKey = flags.values['public-key'] ? readFileSync(String(flags.values['public-key']), 'utf8') : undefined;
-  const verdict = verifyAudit(records, publicKey === undefined ? {} : { publicKey });
-  if (!verdict.ok) {
-    out(flags, `${file}: record ${verdict.seq}: ${verdict.reason}`, verdict);
-    return EXIT.tampered;
-  }
-  if (!flags.values['against-server']) {
-    const how = verdict.signed
-      ? 'chain intact, signatures verified'
-      : 'chain intact (signatures not checked: no --public-key)';
-    out(flags, `${file}: ${verdict.records} records, ${how}`, verdict);
-    return EXIT.ok;
-  }
-  const runId = (records[0] as AuditRecord).data as { runId?: string };
-  return withClient(async ({ client }) => {
-    const differences = await differencesFromServer(client, String(runId.runId), records as AuditRecord[]);
-    if (differences.length > 0) {
-      out(flags, [`${file}: differs from the server's history:`, ...differences.map((d) => `  ${d}`)].join('\n'), {
-        ok: false,
-        differences,
-      });
+    // A key file that cannot be read is reported once the audit file has parsed, as when the file
+    // was parsed whole first: a file that is not JSONL says so, whatever the key.
+    let publicKey: string | undefined;
+    let unreadableKey: unknown;
+    try {
+      publicKey = flags.values['public-key'] ? readFileSync(String(flags.values['public-key']), 'utf8') : undefined;
+    } catch (err) {
+      unreadableKey = err;
+    }
+    let verdict: AuditVerdict;
+    /** The header's data: the run the file says it is of. */
+    let header: unknown;
+    try {
+      verdict = await verifyAuditRecords(
+        (async function* () {
+          for await (const record of fileRecords(handle)) {
+            if (header === undefined) header = (record as { data?: unknown } | null)?.data ?? null;
+            yield record;
+          }
+        })(),
+        publicKey === undefined ? {} : { publicKey },
+      );
+    } catch (err) {
+      if (!(err instanceof SyntaxError)) throw err;
+      out(flags, `${file}: not JSONL`, { ok: false, reason: 'not JSONL' });
       return EXIT.tampered;
     }
-    out(flags, `${file}: ${verdict.records} records, chain intact, every record as the server's history has it`, {
-      ...verdict,
-      againstServer: true,
+    if (unreadableKey !== undefined) throw unreadableKey;
+    if (!verdict.ok) {
+      out(flags, `${file}: record ${verdict.seq}: ${verdict.reason}`, verdict);
+      return EXIT.tampered;
+    }
+    if (!flags.values['against-server']) {
+      const how = verdict.signed
+        ? 'chain intact, signatures verified'
+        : 'chain intact (signatures not checked: no --public-key)';
+      out(flags, `${file}: ${verdict.records} records, ${how}`, verdict);
+      return EXIT.ok;
+    }
+    return await withClient(async ({ client }) => {
+      const differences = await differencesFromServer(
+        client,
+        String((header as { runId?: unknown }).runId),
+        fileRecords(handle) as AsyncIterable<AuditRecord>,
+      );
+      if (differences.length > 0) {
+        out(flags, [`${file}: differs from the server's history:`, ...differences.map((d) => `  ${d}`)].join('\n'), {
+          ok: false,
+          differences,
+        });
+        return EXIT.tampered;
+      }
+      out(flags, `${file}: ${verdict.records} records, chain intact, every record as the server's history has it`, {
+        ...verdict,
+        againstServer: true,
+      });
+      return EXIT.ok;
     });
-    return EXIT.ok;
-  });
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * The records of an open JSONL file from its start, one per line that is not blank, as they are
+ * read. Throws the `SyntaxError` of a line that is not JSON.
+ */
+async function* fileRecords(handle: FileHandle): AsyncGenerator<unknown> {
+  const parsed = function* (lines: string[]) {
+    for (const line of lines) if (line.trim() !== '') yield JSON.parse(line) as unknown;
+  };
+  // The pieces of the line not ended yet, joined once when its end comes: a line of many chunks
+  // is copied once, not again with each chunk.
+  let pieces: string[] = [];
+  for await (const chunk of handle.createReadStream({ encoding: 'utf8', start: 0, autoClose: false })) {
+    const lines = (chunk as string).split('\n');
+    if (lines.length === 1) {
+      pieces.push(lines[0]!);
+      continue;
+    }
+    lines[0] = [...pieces, lines[0]!].join('');
+    pieces = [lines.pop()!];
+    yield* parsed(lines);
+  }
+  yield* parsed([pieces.join('')]);
 }
 
 /** Every way the file's records differ from those the server's history gives now, record by record. */
-async function differencesFromServer(client: Client, runId: string, records: AuditRecord[]): Promise<string[]> {
-  const server: AuditDraft[] = [];
-  for await (const draft of auditDrafts(client, runId, false)) server.push(draft);
-  const filed = records.filter((record) => record.seq > 0 && record.type !== SIGNATURE_RECORD);
+async function differencesFromServer(
+  client: Client,
+  runId: string,
+  records: AsyncIterable<AuditRecord>,
+): Promise<string[]> {
+  const filed = (async function* () {
+    for await (const record of records) if (record.seq > 0 && record.type !== SIGNATURE_RECORD) yield record;
+  })();
+  const server = auditDrafts(client, runId, false);
   const same = (a: AuditDraft, b: AuditDraft) =>
     a.type === b.type && a.time === b.time && canonicalJson(a.data) === canonicalJson(b.data);
   const differences: string[] = [];
-  for (let index = 0; index < Math.max(filed.length, server.length); index++) {
-    const mine = filed[index];
-    const theirs = server[index];
+  for (;;) {
+    const [{ value: mine }, { value: theirs }] = await Promise.all([filed.next(), server.next()]);
+    if (!mine && !theirs) break;
     if (mine && theirs && same(mine, theirs)) continue;
     if (!theirs) differences.push(`record ${mine!.seq} (${mine!.type}) is not in the server's history`);
     else if (!mine) differences.push(`the server's history has a ${theirs.type} at ${theirs.time} the file lacks`);

@@ -145,18 +145,30 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/**
+ * Resolves once what was written to `stream` is with the system: `process.exit` drops what a pipe
+ * had not taken yet (all but its first 64 KB of a long `audit export` or `logs`).
+ */
+const flushed = (stream: NodeJS.WriteStream) => new Promise<void>((resolve) => stream.write('', () => resolve()));
+
+/** Exits with `code` once stdout and stderr are flushed. */
+const exit = async (code: number) => {
+  await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+  process.exit(code);
+};
+
 main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+  (code) => exit(code),
   (thrown: unknown) => {
     // A run read without the keys its payloads were sealed with: say so, not the converter's words.
     const err = sealedWithoutCodec(thrown) ?? thrown;
     if (err instanceof CliError) {
       console.error(err.message);
-      process.exit(err.exitCode);
+      return exit(err.exitCode);
     }
     if (err instanceof SubagentError) {
       console.error(`${err.code}: ${err.message}`);
-      process.exit(
+      return exit(
         err.code === 'UNKNOWN_RUN' || err.code === 'UNKNOWN_APPROVAL'
           ? EXIT.unknownRun
           : err.code === 'UNAVAILABLE'
@@ -165,6 +177,6 @@ main(process.argv.slice(2)).then(
       );
     }
     console.error(err instanceof Error ? err.message : String(err));
-    process.exit(EXIT.failed);
+    return exit(EXIT.failed);
   },
 );

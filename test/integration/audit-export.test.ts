@@ -1,0 +1,166 @@
+// The audit export of a long history, a record at a time: `streamAudit` yields what `exportAudit`
+// returns, each record sealed as the history is read; `subagents audit export` writes it out as it
+// comes and whole through a pipe, and `audit verify` reads a file bigger than its heap line by line.
+import { execFile } from 'node:child_process';
+import { createWriteStream, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { promisify } from 'node:util';
+import { Client } from '@temporalio/client';
+import type { Payload, PayloadCodec } from '@temporalio/common';
+import {
+  type AuditRecord,
+  type AuditSigner,
+  ed25519AuditSigner,
+  exportAudit,
+  generateAuditKeyPair,
+  sealAuditRecords,
+  streamAudit,
+  verifyAudit,
+} from '../../src/audit';
+import { createScriptedProvider } from '../../src/testing';
+import { testRuns, text, uniqueName } from '../helpers/temporal';
+
+const scripted = createScriptedProvider({ name: uniqueName('audit-export') });
+const runs = testRuns([scripted]);
+
+const CLI = resolve(__dirname, '..', '..', 'src', 'cli', 'index.ts');
+/** Each CLI invocation compiles the CLI as it loads: seconds on a busy machine. */
+jest.setTimeout(120_000);
+
+/** The CLI as a process against the shared server, with `node` options of its own; rejects with its exit. */
+const cli = (args: string[], nodeOptions: string[] = []) =>
+  promisify(execFile)(process.execPath, [...nodeOptions, '--import', 'tsx', CLI, ...args], {
+    env: { ...process.env, TEMPORAL_ADDRESS: runs.temporal.address, TEMPORAL_NAMESPACE: runs.temporal.namespace },
+    maxBuffer: 16 * 1024 * 1024,
+  });
+
+/** 3,000 characters of a streaming model call's text, as its worker signals them in a batch. */
+const DELTA = 'streamed text '.repeat(215);
+/**
+ * A run that settled its first segment, was sent 120 text deltas (as a streaming model call's
+ * worker sends them), and was disposed: over 120 records, past a signature checkpoint, and an
+ * export of about 400 KB.
+ */
+let longRun: string;
+beforeAll(async () => {
+  const run = runs.service.start(scripted.name, { prompt: text('a long history'), parent: { id: 'parent' } });
+  await run.result;
+  const handle = runs.temporal.client.workflow.getHandle(run.id);
+  for (let i = 0; i < 120; i++) await handle.signal('textDelta', { turn: 0, attempt: 1, text: `${i} ${DELTA}` });
+  await run.dispose();
+  longRun = run.id;
+});
+
+/** A record without what the time it was sealed at decides: its hash, its link, a header's or signature's time. */
+const sealedAt = ({ hash: _, prev: __, ...record }: AuditRecord) => {
+  if (record.type === 'audit.header') return { ...record, time: '' };
+  if (record.type !== 'audit.signature') return record;
+  const { covers, final, keyId } = record.data as { covers: { seq: number }; final: boolean; keyId: string };
+  return { ...record, time: '', data: { covers: covers.seq, final, keyId } };
+};
+
+const collect = async (records: AsyncIterable<AuditRecord>) => {
+  const all: AuditRecord[] = [];
+  for await (const record of records) all.push(record);
+  return all;
+};
+
+describe('streamAudit', () => {
+  const keys = generateAuditKeyPair();
+  it.each<[string, AuditSigner | undefined]>([
+    ['unsigned', undefined],
+    ['signed', ed25519AuditSigner(keys.privateKey, 'ops')],
+  ])(
+    'yields the records exportAudit returns, past a signature checkpoint, and they verify (%s)',
+    async (_case, signer) => {
+      const streamed = await collect(streamAudit(runs.temporal.client, longRun, signer));
+      const exported = await exportAudit(runs.temporal.client, longRun, signer);
+      expect(streamed.length).toBeGreaterThan(120);
+      expect(streamed.map(sealedAt)).toEqual(exported.map(sealedAt));
+      expect(streamed.filter((record) => record.type === 'text.delta')).toHaveLength(120);
+      const options = signer ? { publicKey: keys.publicKey } : {};
+      expect(verifyAudit(streamed, options)).toEqual({ ok: true, records: streamed.length, signed: !!signer });
+      if (signer) {
+        const signatures = streamed.filter((record) => record.type === 'audit.signature');
+        expect(signatures.map((record) => (record.data as { covers: { seq: number } }).covers.seq)).toEqual([
+          100,
+          streamed.length - 2,
+        ]);
+      }
+    },
+  );
+
+  it('yields each record as the history is read, not once all of it has been', async () => {
+    // A client whose codec counts the payloads it decodes: the records' reading of the history.
+    let decoded = 0;
+    const counting: PayloadCodec = {
+      encode: async (payloads: Payload[]) => payloads,
+      decode: async (payloads: Payload[]) => {
+        decoded += payloads.length;
+        return payloads;
+      },
+    };
+    const client = new Client({
+      connection: runs.temporal.connection as never,
+      namespace: runs.temporal.namespace,
+      dataConverter: { payloadCodecs: [counting] },
+    });
+    const decodedAt: number[] = [];
+    for await (const _ of streamAudit(client, longRun)) decodedAt.push(decoded);
+    // All read and held before the first record (the header, which counts them) would give each
+    // record the same count; here the last one came after 120 more deltas were decoded.
+    expect(decodedAt.at(-1)! - decodedAt[1]!).toBeGreaterThanOrEqual(120);
+  });
+});
+
+describe('subagents audit export and verify', () => {
+  it('prints a long export and its logs whole through a pipe (all but the first 64 KB were lost when the CLI exited)', async () => {
+    const { stdout } = await cli(['audit', 'export', longRun]);
+    const records = stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as AuditRecord);
+    expect(stdout.length).toBeGreaterThan(300_000);
+    expect(verifyAudit(records)).toEqual({ ok: true, records: records.length, signed: false });
+    expect(records.filter((record) => record.type === 'text.delta')).toHaveLength(120);
+
+    const logs = await cli(['logs', longRun, '--no-follow', '--json']);
+    const types = logs.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as AuditRecord).type);
+    expect(types).toEqual(records.slice(1).map((record) => record.type));
+  });
+
+  it('writes --out through a partial file it renames, and verify reads it back', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'subagent-audit-export-'));
+    const file = join(dir, 'audit.jsonl');
+    const exported = await cli(['audit', 'export', longRun, '--out', file, '--json']);
+    const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+    expect(JSON.parse(exported.stdout)).toEqual({ id: longRun, records: lines.length, file });
+    expect(readdirSync(dir)).toEqual(['audit.jsonl']);
+    const verified = await cli(['audit', 'verify', file, '--against-server']);
+    expect(verified.stdout).toContain(
+      `${lines.length} records, chain intact, every record as the server's history has it`,
+    );
+  });
+
+  it('verifies a file twice the size of its heap, line by line (it read the file into one string: out of memory)', async () => {
+    // 2,000 records of 20 KB: 40 MB, for a CLI whose heap may not pass 48 MB.
+    const file = join(mkdtempSync(join(tmpdir(), 'subagent-audit-big-')), 'big.jsonl');
+    const drafts = async function* () {
+      for (let i = 0; i < 2000; i++) yield { type: 'message', time: `t${i}`, data: { i, content: 'x'.repeat(20_000) } };
+    };
+    const lines = async function* () {
+      for await (const record of sealAuditRecords('subagent-x:big', 2000, drafts())) {
+        yield JSON.stringify(record) + '\n';
+      }
+    };
+    await pipeline(Readable.from(lines()), createWriteStream(file));
+    const { stdout } = await cli(['audit', 'verify', file], ['--max-old-space-size=48']);
+    expect(stdout).toContain('2001 records, chain intact');
+  });
+});
