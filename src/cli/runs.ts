@@ -77,25 +77,23 @@ function followProgress(client: Client, runId: string): { finish(): Promise<void
   const startedAt = Date.now();
   let printed = 0;
   let stopped = false;
-  const print = (records: Pick<AuditRecord, 'type' | 'data'>[], from: number) => {
-    for (const record of records.slice(from)) {
-      const line = describeRecord(record, runId);
-      if (line) console.error(`  ${((Date.now() - startedAt) / 1000).toFixed(1).padStart(5)}s  ${line}`);
-    }
+  const print = (record: Pick<AuditRecord, 'type' | 'data'>) => {
+    const line = describeRecord(record, runId);
+    if (line) console.error(`  ${((Date.now() - startedAt) / 1000).toFixed(1).padStart(5)}s  ${line}`);
   };
   void (async () => {
     for await (const record of auditDrafts(client, runId, true)) {
       if (stopped) return;
-      print([record], 0);
+      print(record);
       printed++;
     }
   })().catch(() => undefined);
   return {
     async finish() {
       stopped = true;
-      const records = [];
-      for await (const record of auditDrafts(client, runId, false)) records.push(record);
-      print(records, printed);
+      // Read again from the start, printing past what the follower printed: a record at a time.
+      let seen = 0;
+      for await (const record of auditDrafts(client, runId, false)) if (seen++ >= printed) print(record);
     },
   };
 }
