@@ -84,12 +84,24 @@ export function generateAuditKeyPair(): { privateKey: string; publicKey: string 
 /**
  * The signer the environment configures: `SUBAGENT_AUDIT_SIGNING_KEY` (a PEM private key, or
  * `file:<path>` of one) and `SUBAGENT_AUDIT_KEY_ID` (default `audit`). Undefined when no key is
- * set; `INVALID_CONFIG` for one that is not an Ed25519 private key.
+ * set; `INVALID_CONFIG` for one that is not an Ed25519 private key, or a file that cannot be read.
  */
 export function auditSignerFromEnv(env: NodeJS.ProcessEnv = process.env): AuditSigner | undefined {
   const configured = env.SUBAGENT_AUDIT_SIGNING_KEY?.trim();
   if (!configured) return undefined;
-  const pem = configured.startsWith('file:') ? readFileSync(configured.slice('file:'.length), 'utf8') : configured;
+  let pem = configured;
+  if (configured.startsWith('file:')) {
+    const path = configured.slice('file:'.length);
+    try {
+      pem = readFileSync(path, 'utf8');
+    } catch (err) {
+      throw new SubagentError(
+        `SUBAGENT_AUDIT_SIGNING_KEY names a file that cannot be read: ${path} (${(err as Error).message})`,
+        'INVALID_CONFIG',
+        { cause: err },
+      );
+    }
+  }
   return ed25519AuditSigner(pem, env.SUBAGENT_AUDIT_KEY_ID?.trim() || 'audit');
 }
 

@@ -22,11 +22,13 @@ import { canonicalJson } from '../seam/json';
 import { CliError, EXIT, Flags, describeOrUnknown, out, withClient } from './common';
 
 export async function auditExport(flags: Flags, client: Client, id: string): Promise<number> {
+  // A key that cannot sign is refused before anything is read or written.
+  const signer = auditSignerFromEnv();
   await describeOrUnknown(client.workflow.getHandle(id), id);
   let written = 0;
   // Each record is written as it is sealed: one line at a time, however long the history.
   const lines = async function* () {
-    for await (const record of streamAudit(client, id, auditSignerFromEnv())) {
+    for await (const record of streamAudit(client, id, signer)) {
       written++;
       yield JSON.stringify(record) + '\n';
     }

@@ -7,6 +7,7 @@ import { canonicalJson } from '../../src';
 import {
   type AuditDraft,
   type AuditRecord,
+  auditSignerFromEnv,
   ed25519AuditSigner,
   generateAuditKeyPair,
   sealAudit,
@@ -295,5 +296,17 @@ describe('the audit chain a record at a time', () => {
       seq: 101,
       reason: 'the signature does not cover the record before it',
     });
+  });
+});
+
+describe('the signer the environment configures', () => {
+  it.each([
+    ['a key file that does not exist (it was a bare ENOENT)', 'file:/nonexistent/audit.key'],
+    ['a key file that is a directory (it was a bare EISDIR)', 'file:/'],
+    ['a key that is not PEM', 'not a key'],
+  ])('refuses %s with INVALID_CONFIG', (_case, key) => {
+    expect(() => auditSignerFromEnv({ SUBAGENT_AUDIT_SIGNING_KEY: key })).toThrow(
+      expect.objectContaining({ code: 'INVALID_CONFIG' }),
+    );
   });
 });
