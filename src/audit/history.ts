@@ -28,6 +28,13 @@ import { type AuditDraft, type AuditRecord, type AuditSigner, sealAudit, sealAud
 const { EventType } = temporal.api.enums.v1;
 
 /**
+ * How many message ids the run workflow remembers, across continue-as-new, to know a signal sent
+ * again (REMEMBERED_MESSAGE_IDS in workflows/subagent-run.ts): an id it has forgotten is a new
+ * message to it, and so to its audit.
+ */
+const REMEMBERED_MESSAGE_IDS = 1000;
+
+/**
  * The run's records in history order, header first, signed by `signer` if given. Rejects with
  * `UNKNOWN_RUN` for an id with no workflow. Payloads are decoded with the client's data converter
  * (its codec decrypts them). Holds every record: `streamAudit` yields the same one at a time.
@@ -120,7 +127,11 @@ export async function* auditDrafts(
           // (A raw client's signal may carry no object at all: recorded as it came.)
           const { content, id } = (args ?? {}) as { content?: unknown; id?: string };
           if (id !== undefined && messageIds.has(id)) break;
-          if (id !== undefined) messageIds.add(id);
+          if (id !== undefined) {
+            // The oldest forgotten first, as the workflow forgets it.
+            messageIds.add(id);
+            if (messageIds.size > REMEMBERED_MESSAGE_IDS) messageIds.delete(messageIds.values().next().value!);
+          }
           yield draft('message', { content });
         } else if (attributes.signalName === 'childStarted') yield draft('child.start', args);
         else if (attributes.signalName === 'childSettled') yield draft('child.settled', args);

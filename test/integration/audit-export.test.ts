@@ -21,7 +21,7 @@ import {
   verifyAudit,
 } from '../../src/audit';
 import { createScriptedProvider } from '../../src/testing';
-import { testRuns, text, uniqueName } from '../helpers/temporal';
+import { eventually, testRuns, text, uniqueName } from '../helpers/temporal';
 
 const scripted = createScriptedProvider({ name: uniqueName('audit-export') });
 const runs = testRuns([scripted]);
@@ -113,6 +113,26 @@ describe('streamAudit', () => {
     // All read and held before the first record (the header, which counts them) would give each
     // record the same count; here the last one came after 120 more deltas were decoded.
     expect(decodedAt.at(-1)! - decodedAt[1]!).toBeGreaterThanOrEqual(120);
+  });
+});
+
+describe('the audit of many messages', () => {
+  it('records a message sent again after the run forgot its id (1,000 others later), as the run took it: again (it remembered every id, and left it out)', async () => {
+    const run = runs.service.start(scripted.name, { prompt: text('many messages'), parent: { id: 'parent' } });
+    await run.result;
+    const handle = runs.temporal.client.workflow.getHandle(run.id);
+    const send = (i: number) => handle.signal('sendMessage', { content: text(`message ${i}`), id: `m${i}` });
+    await send(0);
+    for (let batch = 0; batch < 40; batch++) {
+      await Promise.all(Array.from({ length: 25 }, (_, i) => send(1 + batch * 25 + i)));
+    }
+    await send(0);
+    // The workflow took the last one as a message: it keeps the last 1,000 ids, and m0 was older.
+    await eventually(async () => ((await runs.status(run.id)).pendingMessages === 1002 ? true : undefined), 60_000);
+    const messages = (await exportAudit(runs.temporal.client, run.id)).filter((record) => record.type === 'message');
+    expect(messages.length).toBe(1002);
+    expect(messages.at(-1)!.data).toMatchObject({ content: text('message 0') });
+    await run.dispose();
   });
 });
 
