@@ -2,7 +2,7 @@
 // its chain, by its signatures against a public key, and against the server's own history; and a
 // signing key pair made.
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createWriteStream, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -55,8 +55,15 @@ async function writeWhole(file: string, lines: AsyncIterable<string>): Promise<v
     return;
   }
   const partial = `${file}.${randomBytes(6).toString('hex')}.partial`;
+  let fd: number;
   try {
-    await pipeline(Readable.from(lines), createWriteStream(partial, { flags: 'wx' }));
+    fd = openSync(partial, 'wx');
+  } catch (err) {
+    // Said of the file asked for, before the history is read.
+    throw new CliError(`cannot write ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, EXIT.failed);
+  }
+  try {
+    await pipeline(Readable.from(lines), createWriteStream(partial, { fd }));
     renameSync(partial, file);
   } catch (err) {
     rmSync(partial, { force: true });

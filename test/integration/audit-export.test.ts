@@ -162,6 +162,11 @@ describe('subagents audit export and verify', () => {
     const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
     expect(JSON.parse(exported.stdout)).toEqual({ id: longRun, records: lines.length, file });
     expect(readdirSync(dir)).toEqual(['audit.jsonl']);
+    const nowhere = join(dir, 'missing', 'audit.jsonl');
+    await expect(cli(['audit', 'export', longRun, '--out', nowhere])).rejects.toMatchObject({
+      code: 6,
+      stderr: `cannot write ${nowhere}: ENOENT\n`,
+    });
     const verified = await cli(['audit', 'verify', file, '--against-server']);
     expect(verified.stdout).toContain(
       `${lines.length} records, chain intact, every record as the server's history has it`,
