@@ -2,7 +2,17 @@
 // its chain, by its signatures against a public key, and against the server's own history; and a
 // signing key pair made.
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  createWriteStream,
+  fchmodSync,
+  openSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -47,24 +57,30 @@ export async function auditExport(flags: Flags, client: Client, id: string): Pro
 
 /**
  * Writes `lines` to `file` as they come, through a partial file renamed over it at the end: an
- * export that fails part way leaves the file as it was. A FIFO or a device is written directly.
+ * export that fails part way leaves the file as it was. A file there already keeps its mode (one
+ * only its owner may read stays so), and a symbolic link its place: what it points to is replaced.
+ * A FIFO or a device is written directly.
  */
 async function writeWhole(file: string, lines: AsyncIterable<string>): Promise<void> {
-  if (statSync(file, { throwIfNoEntry: false })?.isFile() === false) {
+  const existing = statSync(file, { throwIfNoEntry: false });
+  if (existing && !existing.isFile()) {
     await pipeline(Readable.from(lines), createWriteStream(file));
     return;
   }
-  const partial = `${file}.${randomBytes(6).toString('hex')}.partial`;
+  const target = existing ? realpathSync(file) : file;
+  const partial = `${target}.${randomBytes(6).toString('hex')}.partial`;
   let fd: number;
   try {
-    fd = openSync(partial, 'wx');
+    // Owner-only while it is written; then the mode of the file it replaces (the umask aside).
+    fd = openSync(partial, 'wx', existing ? 0o600 : 0o666);
+    if (existing) fchmodSync(fd, existing.mode & 0o7777);
   } catch (err) {
     // Said of the file asked for, before the history is read.
     throw new CliError(`cannot write ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, EXIT.failed);
   }
   try {
     await pipeline(Readable.from(lines), createWriteStream(partial, { fd }));
-    renameSync(partial, file);
+    renameSync(partial, target);
   } catch (err) {
     rmSync(partial, { force: true });
     throw err;

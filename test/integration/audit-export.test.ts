@@ -2,7 +2,16 @@
 // returns, each record sealed as the history is read; `subagents audit export` writes it out as it
 // comes and whole through a pipe, and `audit verify` reads a file bigger than its heap line by line.
 import { execFile } from 'node:child_process';
-import { createWriteStream, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import {
+  chmodSync,
+  createWriteStream,
+  lstatSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
@@ -155,13 +164,23 @@ describe('subagents audit export and verify', () => {
     expect(types).toEqual(records.slice(1).map((record) => record.type));
   });
 
-  it('writes --out through a partial file it renames, and verify reads it back', async () => {
+  it('writes --out through a partial file renamed over it (an existing file keeps its mode, a symbolic link its place), and verify reads it back; a directory that does not exist is refused', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'subagent-audit-export-'));
     const file = join(dir, 'audit.jsonl');
     const exported = await cli(['audit', 'export', longRun, '--out', file, '--json']);
     const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
     expect(JSON.parse(exported.stdout)).toEqual({ id: longRun, records: lines.length, file });
     expect(readdirSync(dir)).toEqual(['audit.jsonl']);
+    // Exported again over a file only its owner may read, through a symbolic link to it.
+    chmodSync(file, 0o600);
+    const link = join(dir, 'latest.jsonl');
+    symlinkSync(file, link);
+    await cli(['audit', 'export', longRun, '--out', link]);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(readFileSync(file, 'utf8').trimEnd().split('\n')).toHaveLength(lines.length);
+    expect(readdirSync(dir).sort()).toEqual(['audit.jsonl', 'latest.jsonl']);
+
     const nowhere = join(dir, 'missing', 'audit.jsonl');
     await expect(cli(['audit', 'export', longRun, '--out', nowhere])).rejects.toMatchObject({
       code: 6,
