@@ -54,15 +54,71 @@ export function omitUndefined<T extends object>(value: T): T {
   return Object.fromEntries(Object.entries(value).filter(([, item]) => item !== undefined)) as T;
 }
 
+/**
+ * `value` as JSON with every object's keys sorted (its undefined properties left out), the same
+ * text for the same data whatever order it was built in: what the audit chain hashes and the
+ * idempotency fingerprints compare. Data nested as deep as JSON.parse takes it is written too:
+ * past RECURSION_DEPTH levels, without recursion (a recursive writer ran out of stack at 2,366
+ * objects deep).
+ */
 export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  return canonicalAt(value, 0);
+}
+
+/** How deep the writer recurses before it goes on with a stack of its own (twice as slow). */
+const RECURSION_DEPTH = 500;
+
+function canonicalAt(value: unknown, depth: number): string {
+  if (depth >= RECURSION_DEPTH && (Array.isArray(value) || isPlainObject(value))) return canonicalDeep(value);
+  if (Array.isArray(value)) return `[${value.map((item) => canonicalAt(item, depth + 1)).join(',')}]`;
   if (isPlainObject(value)) {
     const keys = Object.keys(value)
       .filter((key) => value[key] !== undefined)
       .sort();
-    return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson(value[key])}`).join(',')}}`;
+    return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalAt(value[key], depth + 1)}`).join(',')}}`;
   }
   return JSON.stringify(value);
+}
+
+/** `canonicalJson` of an array or a plain object, without recursion. */
+function canonicalDeep(value: unknown): string {
+  // Work in last-in first-out order: text to write as it is, or a value to write, with where it
+  // stands (an array's element writes nothing for undefined, an object's member "undefined").
+  type Work = { text: string } | { value: unknown; in: 'element' | 'member' };
+  const parts: string[] = [];
+  const work: Work[] = [{ value, in: 'element' }];
+  while (work.length > 0) {
+    const next = work.pop()!;
+    if ('text' in next) {
+      parts.push(next.text);
+      continue;
+    }
+    const item = next.value;
+    if (Array.isArray(item)) {
+      work.push({ text: ']' });
+      for (let index = item.length - 1; index >= 0; index--) {
+        // A hole is written as nothing, as Array.prototype.map and join leave it.
+        if (index in item) work.push({ value: item[index], in: 'element' });
+        if (index > 0) work.push({ text: ',' });
+      }
+      work.push({ text: '[' });
+    } else if (isPlainObject(item)) {
+      const keys = Object.keys(item)
+        .filter((key) => item[key] !== undefined)
+        .sort();
+      work.push({ text: '}' });
+      for (let index = keys.length - 1; index >= 0; index--) {
+        work.push({ value: item[keys[index]!], in: 'member' });
+        work.push({ text: `${index > 0 ? ',' : ''}${JSON.stringify(keys[index])}:` });
+      }
+      work.push({ text: '{' });
+    } else {
+      const text = JSON.stringify(item) as string | undefined;
+      if (text !== undefined) parts.push(text);
+      else if (next.in === 'member') parts.push('undefined');
+    }
+  }
+  return parts.join('');
 }
 
 /** A short description of a value for an error message: `1.5`, `"x"`, `a function`, `Date`. */

@@ -145,6 +145,22 @@ describe('the audit of many messages', () => {
   });
 });
 
+describe('the audit of a deeply nested signal', () => {
+  it('exports and verifies a run a raw client signalled data nested 3,000 objects deep (the export threw a RangeError, for ever)', async () => {
+    const run = runs.service.start(scripted.name, { prompt: text('deep'), parent: { id: 'parent' } });
+    await run.result;
+    let deep: unknown = 'bottom';
+    for (let i = 0; i < 3000; i++) deep = { level: deep };
+    await runs.temporal.client.workflow.getHandle(run.id).signal('textDelta', { turn: 0, attempt: 1, text: deep });
+    await run.dispose();
+    const streamed = await collect(streamAudit(runs.temporal.client, run.id));
+    // (Compared as text: jest's own matchers recurse, and run out of stack this deep.)
+    const delta = streamed.find((record) => record.type === 'text.delta')!.data as { text: unknown };
+    expect(JSON.stringify(delta.text) === JSON.stringify(deep)).toBe(true);
+    expect(verifyAudit(streamed)).toMatchObject({ ok: true });
+  });
+});
+
 describe('subagents audit export and verify', () => {
   it('prints a long export and its logs whole through a pipe (all but the first 64 KB were lost when the CLI exited)', async () => {
     const { stdout } = await cli(['audit', 'export', longRun]);

@@ -3,6 +3,7 @@
 // The hashes alone cannot stop a forger who re-hashes the whole chain; its signatures can. Sealed
 // and checked a record at a time, the chain and its verdicts are the same.
 import { createHash, createPrivateKey } from 'node:crypto';
+import fc from 'fast-check';
 import { canonicalJson } from '../../src';
 import {
   type AuditDraft,
@@ -308,5 +309,66 @@ describe('the signer the environment configures', () => {
     expect(() => auditSignerFromEnv({ SUBAGENT_AUDIT_SIGNING_KEY: key })).toThrow(
       expect.objectContaining({ code: 'INVALID_CONFIG' }),
     );
+  });
+});
+
+describe('canonical JSON, the text the chain hashes', () => {
+  /** How it was written before: recursively, one call a level. */
+  const recursive = (value: unknown): string => {
+    if (Array.isArray(value)) return `[${value.map(recursive).join(',')}]`;
+    if (typeof value === 'object' && value !== null) {
+      const proto: unknown = Object.getPrototypeOf(value);
+      if (proto === null || Object.getPrototypeOf(proto) === null) {
+        const record = value as Record<string, unknown>;
+        const keys = Object.keys(record)
+          .filter((key) => record[key] !== undefined)
+          .sort();
+        return `{${keys.map((key) => `${JSON.stringify(key)}:${recursive(record[key])}`).join(',')}}`;
+      }
+    }
+    return JSON.stringify(value);
+  };
+
+  it('is the text it was for any value, holes, undefined and functions among it', () => {
+    const values = fc.oneof(
+      fc.anything({ withNullPrototype: true, withSparseArray: true, withDate: true }),
+      fc.array(
+        fc.oneof(
+          fc.constant(undefined),
+          fc.constant(() => 1),
+          fc.integer(),
+        ),
+      ),
+      fc.dictionary(
+        fc.string(),
+        fc.oneof(
+          fc.constant(undefined),
+          fc.constant(() => 1),
+          fc.string(),
+        ),
+      ),
+    );
+    // Also 600 levels down, past the depth where the writer stops recursing.
+    const buried = (value: unknown) => {
+      let nested = value;
+      for (let i = 0; i < 600; i++) nested = i % 2 ? [nested, i] : { z: i, a: nested };
+      return nested;
+    };
+    fc.assert(
+      fc.property(
+        values,
+        (value) =>
+          canonicalJson(value) === recursive(value) && canonicalJson(buried(value)) === recursive(buried(value)),
+      ),
+    );
+  });
+
+  it('seals and verifies a record nested 20,000 objects deep, past any recursive writer (a RangeError)', async () => {
+    let deep: unknown = 'bottom';
+    for (let i = 0; i < 20_000; i++) deep = { level: deep };
+    expect(() => recursive(deep)).toThrow(RangeError);
+    const records = await sealAudit(RUN, [{ type: 'text.delta', time: 't', data: { text: deep } }]);
+    expect(verifyAudit(records)).toEqual({ ok: true, records: 2, signed: false });
+    expect(canonicalJson(deep)).toBe('{"level":'.repeat(20_000) + '"bottom"' + '}'.repeat(20_000));
   });
 });
