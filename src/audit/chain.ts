@@ -13,7 +13,7 @@ import {
 } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { SubagentError } from '../seam/errors';
-import { canonicalJson } from '../seam/json';
+import { canonicalJson, describeValue } from '../seam/json';
 
 export interface AuditRecord {
   seq: number;
@@ -49,8 +49,8 @@ export interface AuditSignature {
 export interface AuditSigner {
   /** Names the key in every signature, so a verifier knows which public key to use. */
   readonly keyId: string;
-  /** An Ed25519 signature of `message`. */
-  sign(message: Buffer): Promise<Buffer>;
+  /** An Ed25519 signature of `message`: 64 bytes, a Buffer or a Uint8Array. */
+  sign(message: Buffer): Promise<Uint8Array>;
 }
 
 export const SIGNATURE_RECORD = 'audit.signature';
@@ -148,13 +148,21 @@ export async function* sealAuditRecords(
   };
   const signHead = async (final: boolean) => {
     const covers = { seq: head!.seq, hash: head!.hash };
-    const signature = await signer!.sign(signedMessage(runId, covers, final));
+    const signature: unknown = await signer!.sign(signedMessage(runId, covers, final));
+    // A KMS client's answer may be a Uint8Array (whose toString is its numbers, not base64), or
+    // not an Ed25519 signature at all: refused rather than written where no key would verify it.
+    if (!(signature instanceof Uint8Array) || signature.length !== 64) {
+      throw new SubagentError(
+        `the audit signer "${signer!.keyId}" returned ${describeValue(signature)}${signature instanceof Uint8Array ? ` of ${signature.length} bytes` : ''}, not an Ed25519 signature (64 bytes)`,
+        'INVALID_CONFIG',
+      );
+    }
     const data: AuditSignature = {
       keyId: signer!.keyId,
       algorithm: 'ed25519',
       covers,
       final,
-      signature: signature.toString('base64'),
+      signature: Buffer.from(signature).toString('base64'),
     };
     return seal({ type: SIGNATURE_RECORD, time: new Date().toISOString(), data });
   };

@@ -8,6 +8,7 @@ import { canonicalJson } from '../../src';
 import {
   type AuditDraft,
   type AuditRecord,
+  type AuditSigner,
   auditSignerFromEnv,
   ed25519AuditSigner,
   generateAuditKeyPair,
@@ -165,6 +166,27 @@ describe('the signed audit chain', () => {
     expect(verifyAudit(forged)).toMatchObject({ ok: true });
     expect(verifyAudit(forged, { publicKey: keys.publicKey })).toEqual({ ok: false, seq, reason });
   });
+
+  it('takes a signer that answers with a Uint8Array, as a KMS client does (its numbers were written as the signature: it never verified)', async () => {
+    const kms: AuditSigner = {
+      keyId: 'kms',
+      sign: async (message) => new Uint8Array(await signer.sign(message)),
+    };
+    const records = await sealAudit(RUN, drafts, kms);
+    expect(verifyAudit(records, { publicKey: keys.publicKey })).toEqual({ ok: true, records: 6, signed: true });
+  });
+
+  it.each<[string, () => unknown]>([
+    ['a base64 string', () => Buffer.alloc(64).toString('base64')],
+    ['32 bytes', () => Buffer.alloc(32)],
+    ['nothing', () => undefined],
+  ])(
+    'refuses a signer that answers with %s with INVALID_CONFIG (it wrote a signature no key verifies, or threw a TypeError)',
+    async (_case, answer) => {
+      const broken = { keyId: 'broken', sign: async () => answer() } as unknown as AuditSigner;
+      await expect(sealAudit(RUN, drafts, broken)).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+    },
+  );
 
   it('signs a checkpoint every 100 records, each verifiable, and counts them in the header', async () => {
     const many = Array.from({ length: 250 }, (_, i) => ({ type: 'message', time: `t${i}`, data: { i } }));
