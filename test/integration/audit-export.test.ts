@@ -9,6 +9,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  rmSync,
   statSync,
   symlinkSync,
 } from 'node:fs';
@@ -162,6 +163,16 @@ describe('the audit of a deeply nested signal', () => {
 });
 
 describe('subagents audit export and verify', () => {
+  /** Directories of this block's files (one of 40 MB), removed after it. */
+  const dirs: string[] = [];
+  const scratch = (prefix: string) => {
+    dirs.push(mkdtempSync(join(tmpdir(), prefix)));
+    return dirs.at(-1)!;
+  };
+  afterAll(() => {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+
   it('prints a long export and its logs whole through a pipe (all but the first 64 KB were lost when the CLI exited)', async () => {
     const { stdout } = await cli(['audit', 'export', longRun]);
     const records = stdout
@@ -181,7 +192,7 @@ describe('subagents audit export and verify', () => {
   });
 
   it('writes --out through a partial file renamed over it (an existing file keeps its mode, a symbolic link its place), and verify reads it back; a directory that does not exist is refused', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'subagent-audit-export-'));
+    const dir = scratch('subagent-audit-export-');
     const file = join(dir, 'audit.jsonl');
     const exported = await cli(['audit', 'export', longRun, '--out', file, '--json']);
     const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
@@ -210,7 +221,7 @@ describe('subagents audit export and verify', () => {
 
   it('verifies a file twice the size of its heap, line by line (it read the file into one string: out of memory)', async () => {
     // 2,000 records of 20 KB: 40 MB, for a CLI whose heap may not pass 48 MB.
-    const file = join(mkdtempSync(join(tmpdir(), 'subagent-audit-big-')), 'big.jsonl');
+    const file = join(scratch('subagent-audit-big-'), 'big.jsonl');
     const drafts = async function* () {
       for (let i = 0; i < 2000; i++) yield { type: 'message', time: `t${i}`, data: { i, content: 'x'.repeat(20_000) } };
     };
