@@ -3,6 +3,7 @@
 // signing key pair made.
 import { randomBytes } from 'node:crypto';
 import {
+  closeSync,
   createWriteStream,
   fchmodSync,
   openSync,
@@ -69,14 +70,22 @@ async function writeWhole(file: string, lines: AsyncIterable<string>): Promise<v
   }
   const target = existing ? realpathSync(file) : file;
   const partial = `${target}.${randomBytes(6).toString('hex')}.partial`;
+  // Said of the file asked for, before the history is read.
+  const cannotWrite = (err: unknown) =>
+    new CliError(`cannot write ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, EXIT.failed);
   let fd: number;
   try {
     // Owner-only while it is written; then the mode of the file it replaces (the umask aside).
     fd = openSync(partial, 'wx', existing ? 0o600 : 0o666);
+  } catch (err) {
+    throw cannotWrite(err);
+  }
+  try {
     if (existing) fchmodSync(fd, existing.mode & 0o7777);
   } catch (err) {
-    // Said of the file asked for, before the history is read.
-    throw new CliError(`cannot write ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, EXIT.failed);
+    closeSync(fd);
+    rmSync(partial, { force: true });
+    throw cannotWrite(err);
   }
   try {
     await pipeline(Readable.from(lines), createWriteStream(partial, { fd }));
