@@ -338,3 +338,18 @@ export interface TokenLimiterInput {
 export const reserveTokensUpdate = defineUpdate<{ startAt: number }, [ReserveTokensArgs]>('reserveTokens');
 /** Takes what a call used beyond its reservation (its reported usage was larger than the estimate). */
 export const chargeTokensSignal = defineSignal<[TokenQuota & { tokens: number }]>('chargeTokens');
+
+/** Message ids a run remembers against retried signals: a retry comes within a reconnect window, not 1,000 messages later. */
+export const REMEMBERED_MESSAGE_IDS = 1000;
+
+/**
+ * Remembers message id `id` in `ids` as a run does, and as its readers must to agree with it: the
+ * newest 1,000, the oldest forgotten first. False when `id` is remembered already: the same
+ * message, sent again after its sender lost the response.
+ */
+export function rememberMessageId(ids: Set<string>, id: string): boolean {
+  if (ids.has(id)) return false;
+  ids.add(id);
+  if (ids.size > REMEMBERED_MESSAGE_IDS) ids.delete(ids.values().next().value!);
+  return true;
+}

@@ -53,6 +53,7 @@ import {
   textDeltaSignal,
   turnActivityOptions,
   wakeUpdate,
+  rememberMessageId,
 } from './definitions';
 import { Approvals, carriedMemo } from './approvals';
 import {
@@ -72,9 +73,6 @@ import {
   TOKENS_ATTRIBUTE,
 } from './search-attributes';
 import { type MidTurn, RunState, ownSpend, treeSpend, turnRunner } from './turns';
-
-/** Message ids remembered against retried signals: a retry comes within a reconnect window, not 1,000 messages later. */
-const REMEMBERED_MESSAGE_IDS = 1000;
 
 const { subagentSegmentSettled } = proxyLocalActivities<{
   subagentSegmentSettled(outcome: SegmentOutcome): Promise<SegmentOutcome>;
@@ -139,11 +137,7 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     const { content, id } = args;
     // A sender retries a signal whose response it lost: the same id is the same message.
     // (Histories from before ids carry none, and take the branch below as they did.)
-    if (id !== undefined) {
-      if (messageIds.has(id)) return;
-      messageIds.add(id);
-      if (messageIds.size > REMEMBERED_MESSAGE_IDS) messageIds.delete(messageIds.values().next().value!);
-    }
+    if (id !== undefined && !rememberMessageId(messageIds, id)) return;
     if (input.steering) state.pending.push(content);
     else droppedMessages++;
   });

@@ -10,7 +10,7 @@ import {
   TURN_ACTIVITY,
   type TurnActivityResult,
 } from '../../activities/types';
-import type { SegmentResultReply, SubagentRunInput } from '../../workflows/definitions';
+import { type SegmentResultReply, type SubagentRunInput, rememberMessageId } from '../../workflows/definitions';
 import type { SubagentPermissionDecision } from '../seam/result';
 import {
   approvalChange,
@@ -26,13 +26,6 @@ import {
 import { type AuditDraft, type AuditRecord, type AuditSigner, sealAudit, sealAuditRecords } from './chain';
 
 const { EventType } = temporal.api.enums.v1;
-
-/**
- * How many message ids the run workflow remembers, across continue-as-new, to know a signal sent
- * again (REMEMBERED_MESSAGE_IDS in workflows/subagent-run.ts): an id it has forgotten is a new
- * message to it, and so to its audit.
- */
-const REMEMBERED_MESSAGE_IDS = 1000;
 
 /**
  * The run's records in history order, header first, signed by `signer` if given. Rejects with
@@ -126,12 +119,7 @@ export async function* auditDrafts(
           // A signal retried after a lost response is one message, as the workflow counts it.
           // (A raw client's signal may carry no object at all: recorded as it came.)
           const { content, id } = (args ?? {}) as { content?: unknown; id?: string };
-          if (id !== undefined && messageIds.has(id)) break;
-          if (id !== undefined) {
-            // The oldest forgotten first, as the workflow forgets it.
-            messageIds.add(id);
-            if (messageIds.size > REMEMBERED_MESSAGE_IDS) messageIds.delete(messageIds.values().next().value!);
-          }
+          if (id !== undefined && !rememberMessageId(messageIds, id)) break;
           yield draft('message', { content });
         } else if (attributes.signalName === 'childStarted') yield draft('child.start', args);
         else if (attributes.signalName === 'childSettled') yield draft('child.settled', args);

@@ -14,7 +14,7 @@ import {
   TURN_ACTIVITY,
   type TurnActivityResult,
 } from '../../activities/types';
-import type { ChildSettledArgs, SubagentRunInput } from '../../workflows/definitions';
+import { type ChildSettledArgs, type SubagentRunInput, rememberMessageId } from '../../workflows/definitions';
 import { type ContentBlock, textOf } from '../seam/content';
 import { isWorkflowId } from '../seam/constants';
 import { SubagentError } from '../seam/errors';
@@ -191,8 +191,7 @@ async function* runStream(client: Client, runId: string, reading: RunHistoryOpti
           // A signal retried after a lost response is one message, as the workflow counts it.
           const { content, id } = args as Partial<SentMessage>;
           if (!Array.isArray(content)) break;
-          if (id === undefined || !messageIds.has(id)) progress.push({ type: 'message', content });
-          if (id !== undefined) messageIds.add(id);
+          if (id === undefined || rememberMessageId(messageIds, id)) progress.push({ type: 'message', content });
         }
         break;
       }

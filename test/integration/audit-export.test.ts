@@ -30,6 +30,7 @@ import {
   streamAudit,
   verifyAudit,
 } from '../../src/audit';
+import type { SubagentRunEvent } from '../../src';
 import { createScriptedProvider } from '../../src/testing';
 import { eventually, testRuns, text, uniqueName } from '../helpers/temporal';
 
@@ -127,7 +128,7 @@ describe('streamAudit', () => {
 });
 
 describe('the audit of many messages', () => {
-  it('records a message sent again after the run forgot its id (1,000 others later), as the run took it: again (it remembered every id, and left it out)', async () => {
+  it('records and tells a message sent again after the run forgot its id (1,000 others later), as the run took it: again (the audit and events() remembered every id, and left it out)', async () => {
     const run = runs.service.start(scripted.name, { prompt: text('many messages'), parent: { id: 'parent' } });
     await run.result;
     const handle = runs.temporal.client.workflow.getHandle(run.id);
@@ -142,6 +143,11 @@ describe('the audit of many messages', () => {
     const messages = (await exportAudit(runs.temporal.client, run.id)).filter((record) => record.type === 'message');
     expect(messages.length).toBe(1002);
     expect(messages.at(-1)!.data).toMatchObject({ content: text('message 0') });
+    // And so do its progress events.
+    const told: SubagentRunEvent[] = [];
+    for await (const event of run.events!({ follow: false })) if (event.type === 'message') told.push(event);
+    expect(told.length).toBe(1002);
+    expect(told.at(-1)).toMatchObject({ content: text('message 0') });
     await run.dispose();
   });
 });
