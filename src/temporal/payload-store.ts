@@ -325,17 +325,37 @@ async function mapBounded<T, R>(items: readonly T[], limit: number, fn: (item: T
   return results;
 }
 
+/** What `sweepPayloads` goes by besides its client and store. */
+export interface SweepPayloadsOptions {
+  /** The time the sweep takes as now (epoch ms). Default `Date.now()`. */
+  now?: number;
+  /**
+   * Stops the sweep: once it aborts, no other run is asked about or deleted, and the sweep resolves
+   * with what it deleted so far. A store call or a question to the server in flight is awaited.
+   */
+  signal?: AbortSignal;
+}
+
 /**
  * Deletes the blobs of every run the server no longer has (closed, and its namespace's retention
  * passed), except runs with a blob written within the last hour or since the runs were listed: a
  * start stores its input before the run exists. Resolves with the run ids whose blobs were deleted.
  */
-export async function sweepPayloads(client: Client, store: SubagentPayloadStore, now = Date.now()): Promise<string[]> {
+export async function sweepPayloads(
+  client: Client,
+  store: SubagentPayloadStore,
+  options: SweepPayloadsOptions = {},
+): Promise<string[]> {
   const { namespace } = client.options;
+  const { now = Date.now(), signal } = options;
   const deleted: string[] = [];
+  if (signal?.aborted) return deleted;
   for (const { runId, newestMs } of await store.runs(namespace)) {
+    // Between runs only: a describe or a deletion under way is let finish, and none starts after.
+    if (signal?.aborted) break;
     if (now - newestMs < SWEEP_GRACE_MS) continue;
     if (runId === NO_RUN || (await runExists(client, runId))) continue;
+    if (signal?.aborted) break;
     // Unless written since it was listed: a start whose input went to the store after the listing
     // may reach the server only after the question above.
     if ((await store.deleteRun(namespace, runId, newestMs)) === false) continue;

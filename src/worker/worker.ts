@@ -3,6 +3,7 @@
 // activities) live on its queue, so a fleet serves a provider wherever its queue is polled.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, WithStartWorkflowOperation, WorkflowUpdateStage } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { type InjectedSinks, NativeConnection, Worker, WorkerOptions, bundleWorkflowCode } from '@temporalio/worker';
@@ -33,7 +34,12 @@ import {
   modelTaskQueue,
   providerNameViolation,
 } from '../seam/constants';
-import { defaultPayloadLimit, payloadStoreOf, sweepPayloads } from '../temporal/payload-store';
+import {
+  type SubagentPayloadStore,
+  defaultPayloadLimit,
+  payloadStoreOf,
+  sweepPayloads,
+} from '../temporal/payload-store';
 import type { SubagentDelegate } from '../seam/delegation';
 import { SubagentDepthError, SubagentError } from '../seam/errors';
 import { describeValue } from '../seam/json';
@@ -81,7 +87,9 @@ export interface SubagentWorkerOptions {
   dataConverter?: DataConverter;
   /**
    * How often the worker deletes the offloaded payloads of runs the server has forgotten, when
-   * `dataConverter` offloads them to a payload store (`sweepPayloads`). Default 1 hour; 0: never.
+   * `dataConverter` offloads them to a payload store (`sweepPayloads`): first at a random moment
+   * within 10 s of `run()` (or within the interval, if shorter), then this long after each sweep
+   * ends. Default 1 hour; 0: never. `shutdown()` stops a sweep under way and waits for it.
    */
   payloadSweepIntervalMs?: number;
   /** Passed to every Temporal worker (concurrency, cache size, tuner...). */
@@ -102,6 +110,8 @@ export interface SubagentWorker {
 const STICKY_QUEUE_TIMEOUT_MS = 1000;
 const DEFAULT_HEARTBEAT_INTERVAL_MS = 1000;
 const PAYLOAD_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
+/** The first payload sweep comes within this long of the worker's start. */
+const FIRST_SWEEP_WITHIN_MS = 10 * 1000;
 
 const bundles = new Map<boolean, ReturnType<typeof bundleWorkflowCode>>();
 
@@ -326,12 +336,15 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
       try {
         await Promise.all(workers.map((worker) => worker.run()));
       } finally {
-        sweeper.stop();
+        await sweeper.stop();
       }
     })());
   const shutdown = async () => {
+    // The sweep stops at once, while the workers finish their tasks; shutdown resolves once both
+    // have ended, and nothing is deleted after.
+    const sweepStopped = sweeper.stop();
     for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
-    await running;
+    await Promise.all([running, sweepStopped]);
   };
   return {
     taskQueues,
@@ -432,31 +445,48 @@ function buildIdOf(bundle: NonNullable<WorkerOptions['workflowBundle']>): string
   return `subagents${generation}+${createHash('sha256').update(code).digest('hex').slice(0, 16)}`;
 }
 
-/** Sweeps the payload store now and then while the worker runs (when its data converter has one). */
-function payloadSweeper(client: Client, options: SubagentWorkerOptions): { start(): void; stop(): void } {
+/**
+ * Sweeps the payload store while the worker runs (when its data converter has one): first at a
+ * random moment within `FIRST_SWEEP_WITHIN_MS` of the start (or of the interval, if shorter), then
+ * `intervalMs` after each sweep ends. `stop` ends the sweeping, the sweep under way between two runs,
+ * and resolves once it has ended.
+ */
+function payloadSweeper(client: Client, options: SubagentWorkerOptions): { start(): void; stop(): Promise<void> } {
   const store = payloadStoreOf(options.dataConverter);
   const intervalMs = options.payloadSweepIntervalMs ?? PAYLOAD_SWEEP_INTERVAL_MS;
-  let timer: NodeJS.Timeout | undefined;
-  let sweeping = false;
+  const stopping = new AbortController();
+  let sweeping: Promise<void> | undefined;
+  const sweepUntilStopped = async (sweeps: SubagentPayloadStore) => {
+    // Soon after the start, not an interval after it: a worker restarted more often than that
+    // (deploys, autoscaling, a crash loop) never swept, and the store grew without bound. At a
+    // random moment, so a fleet restarted together does not sweep the store all at once.
+    let delayMs = Math.floor(Math.random() * Math.min(intervalMs, FIRST_SWEEP_WITHIN_MS));
+    for (;;) {
+      try {
+        // Not holding the process open: the worker's pollers do that while it runs.
+        await sleep(delayMs, undefined, { signal: stopping.signal, ref: false });
+      } catch {
+        return;
+      }
+      // One sweep at a time, the next an interval after it ends: one slower than the interval
+      // (many runs, a slow store) is never joined by another.
+      await sweepPayloads(client, sweeps, { signal: stopping.signal }).catch((err: unknown) =>
+        console.warn(`subagent worker: sweeping the payload store "${sweeps.name}" failed: ${(err as Error).message}`),
+      );
+      delayMs = intervalMs;
+    }
+  };
   return {
     start() {
-      if (!store || intervalMs <= 0) return;
-      timer = setInterval(() => {
-        // One sweep at a time: one slower than the interval (many runs, a slow store) would
-        // otherwise be joined by another at every tick, each holding every run's entry.
-        if (sweeping) return;
-        sweeping = true;
-        sweepPayloads(client, store)
-          .catch((err: unknown) =>
-            console.warn(
-              `subagent worker: sweeping the payload store "${store.name}" failed: ${(err as Error).message}`,
-            ),
-          )
-          .finally(() => (sweeping = false));
-      }, intervalMs);
-      timer.unref();
+      if (!store || intervalMs <= 0 || sweeping || stopping.signal.aborted) return;
+      sweeping = sweepUntilStopped(store);
     },
-    stop: () => clearInterval(timer),
+    // The sweep is awaited: left going, it asked the server on a connection its caller then closed
+    // (a warning), or deleted blobs after the worker's shutdown had returned.
+    async stop() {
+      stopping.abort();
+      await sweeping;
+    },
   };
 }
 

@@ -19,7 +19,16 @@ import {
 } from '../../src/temporal/payload-store';
 import { PostgresPayloadStore } from '../../src/temporal/postgres-payload-store';
 import { type TestPostgres, createScriptedProvider, startTestPostgres } from '../../src/testing';
-import { connectTestTemporal, eventually, newService, startWorker, text, uniqueName } from '../helpers/temporal';
+import { createSubagentWorker } from '../../src/worker';
+import {
+  connectTestTemporal,
+  eventually,
+  newService,
+  startWorker,
+  text,
+  uniqueName,
+  workflowBundle,
+} from '../helpers/temporal';
 
 const MiB = 1024 * 1024;
 const MARKER = 'plaintext-marker-';
@@ -34,7 +43,8 @@ async function withStore(store: SubagentPayloadStore) {
   const scripted = createScriptedProvider({ name: uniqueName('offloaded') });
   const dataConverter = converterFor(store);
   const temporal = await connectTestTemporal('default', { dataConverter });
-  const stopWorker = await startWorker(temporal, [scripted], { dataConverter });
+  // Not sweeping: the tests here sweep the store themselves, at moments of their own.
+  const stopWorker = await startWorker(temporal, [scripted], { dataConverter, payloadSweepIntervalMs: 0 });
   const service = newService(temporal);
   service.registerProvider(scripted);
   return {
@@ -111,8 +121,10 @@ async function startAgainAfterForgotten(store: SubagentPayloadStore, age: (runId
     },
   };
   const temporal = await connectTestTemporal('default', { dataConverter: { externalStorage: payloadStorage(racing) } });
+  // Not sweeping: the sweep this test is about is its own, run at the moment it chose.
   const stopWorker = await startWorker(temporal, [scripted], {
     dataConverter: { externalStorage: payloadStorage(store) },
+    payloadSweepIntervalMs: 0,
   });
   try {
     const service = newService(temporal);
@@ -342,6 +354,111 @@ describe("the worker's sweeper", () => {
     } finally {
       release();
       await stopWorker();
+      await temporal.close();
+    }
+  }, 60_000);
+
+  it('sweeps the blobs of a run the server does not have soon after the worker starts, not an interval later', async () => {
+    // Before, the first sweep came a whole interval (an hour by default) after the start: a worker
+    // restarted more often (deploys, autoscaling, a crash loop) never swept, and the store grew.
+    const dir = mkdtempSync(join(tmpdir(), 'subagent-payloads-first-sweep-'));
+    const store = new FilePayloadStore(dir);
+    const forgotten = {
+      namespace: 'default',
+      runId: `subagent:${uniqueName('before-start')}:1`,
+      digest: 'f'.repeat(64),
+    };
+    await store.put(forgotten, Buffer.from('blob'));
+    const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
+    utimesSync(join(dir, 'default', encodeURIComponent(forgotten.runId)), twoHoursAgo, twoHoursAgo);
+    const dataConverter = converterFor(store);
+    const temporal = await connectTestTemporal('default', { dataConverter });
+    const stopWorker = await startWorker(temporal, [createScriptedProvider({ name: uniqueName('first-sweep') })], {
+      dataConverter,
+      payloadSweepIntervalMs: 60 * 60 * 1000,
+    });
+    try {
+      // The first sweep comes within 10 s of the start; the time out only bounds the wait.
+      await eventually(async () => ((await store.get(forgotten)) === undefined ? true : undefined), 30_000);
+      expect(await store.runs('default')).toEqual([]);
+    } finally {
+      await stopWorker();
+      await temporal.close();
+    }
+  }, 60_000);
+
+  it('stops a sweep under way when the worker shuts down, resolving the shutdown only once it has ended, with nothing deleted after', async () => {
+    // Before, shutdown left the sweep going: it resolved while the sweep was held here, and the
+    // sweep then asked the server (on a connection its caller may have closed) and deleted blobs.
+    const dir = mkdtempSync(join(tmpdir(), 'subagent-payloads-shutdown-'));
+    const files = new FilePayloadStore(dir);
+    const forgotten = { namespace: 'default', runId: `subagent:${uniqueName('swept-late')}:1`, digest: 'f'.repeat(64) };
+    await files.put(forgotten, Buffer.from('blob'));
+    const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
+    utimesSync(join(dir, 'default', encodeURIComponent(forgotten.runId)), twoHoursAgo, twoHoursAgo);
+    const events: string[] = [];
+    let listing!: () => void;
+    const listed = new Promise<void>((resolve) => (listing = resolve));
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const store: SubagentPayloadStore = {
+      name: files.name,
+      put: (key, bytes) => files.put(key, bytes),
+      get: (key) => files.get(key),
+      close: () => files.close(),
+      async runs(namespace) {
+        listing();
+        await gate;
+        const runs = await files.runs(namespace);
+        events.push('listed');
+        return runs;
+      },
+      async deleteRun(...args) {
+        events.push('delete');
+        return files.deleteRun(...args);
+      },
+    };
+    // Each Temporal worker's run, seen ending through the SDK's plugin hook.
+    let pollersStopped!: () => void;
+    const stopped = new Promise<void>((resolve) => (pollersStopped = resolve));
+    const dataConverter = converterFor(store);
+    const temporal = await connectTestTemporal('default', { dataConverter });
+    const worker = await createSubagentWorker({
+      connection: temporal.connection,
+      providers: [createScriptedProvider({ name: uniqueName('shutdown-sweep') })],
+      workflowBundle: workflowBundle(),
+      dataConverter,
+      payloadSweepIntervalMs: 10,
+      workerOptions: {
+        plugins: [
+          {
+            name: 'stop-observer',
+            async runWorker(polling, next) {
+              await next(polling);
+              pollersStopped();
+            },
+          },
+        ],
+      },
+    });
+    expect(worker.taskQueues).toHaveLength(1);
+    const running = worker.run();
+    try {
+      await listed;
+      const shutdown = worker.shutdown().then(() => events.push('shutdown'));
+      await stopped;
+      // Whatever followed the pollers' end in the same turn of the event loop has run: the
+      // shutdown would have resolved by now, were it not waiting for the sweep.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(events).toEqual([]);
+      open();
+      await shutdown;
+      await running;
+      expect(events).toEqual(['listed', 'shutdown']);
+      expect(await files.get(forgotten)).toBeDefined();
+    } finally {
+      open();
+      await worker.shutdown();
       await temporal.close();
     }
   }, 60_000);
