@@ -37,6 +37,11 @@ export const MAX_OFFLOAD_BYTES = DEFAULT_MAX_PAYLOAD_BYTES;
 export const OFFLOADED_MAX_PAYLOAD_BYTES = 256 * 1024 * 1024;
 /** A run whose newest blob is younger than this keeps its blobs: its start may still be on the way. */
 const SWEEP_GRACE_MS = 60 * 60 * 1000;
+/**
+ * A run directory being deleted is first renamed to this and a UUID: a name no run id is encoded
+ * to (`#` always is), so no listing takes it for a run.
+ */
+const DELETING = '#deleting-';
 /** Blobs written outside any run (none are expected) are filed under this run id, and kept. */
 const NO_RUN = '-';
 /** How many run directories the file store stats at once when it lists a namespace's runs. */
@@ -65,6 +70,7 @@ export interface SubagentPayloadStore {
    * Deletes the run's blobs. With `unlessWrittenAfter` (epoch ms, the `newestMs` listed), keeps
    * them when one was written since, resolving false: the sweeper asks the server about each run
    * after listing them all, and a start repeated with its key may store the run's input meanwhile.
+   * Resolves false too when the run is gone already (another worker's sweep deleted it).
    */
   deleteRun(namespace: string, runId: string, unlessWrittenAfter?: number): Promise<boolean | void>;
   close(): Promise<void>;
@@ -262,15 +268,22 @@ export class FilePayloadStore implements SubagentPayloadStore {
 
   async deleteRun(namespace: string, runId: string, unlessWrittenAfter?: number): Promise<boolean> {
     const dir = this.runDir(namespace, runId);
-    if (unlessWrittenAfter !== undefined) {
-      try {
-        if ((await stat(dir)).mtimeMs > unlessWrittenAfter) return false;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-        throw err;
-      }
+    // Moved out of the way in one step before its time is checked: of two sweeps deleting a run at
+    // once only one moves it (the other finds it gone, and deletes nothing), and a blob stored
+    // before the move is in what was moved, whose time then says so. Checked first and removed
+    // after, a blob stored between the two (a start repeated with its key) was removed with it.
+    const doomed = join(this.dir, fileName(namespace), `${DELETING}${randomUUID()}`);
+    try {
+      await rename(dir, doomed);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw err;
     }
-    await rm(dir, { recursive: true, force: true });
+    if (unlessWrittenAfter !== undefined && (await stat(doomed)).mtimeMs > unlessWrittenAfter) {
+      await putBack(doomed, dir);
+      return false;
+    }
+    await rm(doomed, { recursive: true, force: true });
     return true;
   }
 
@@ -309,6 +322,22 @@ async function renewed(path: string, dir: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/**
+ * Moves a run directory `deleteRun` moved aside back to `dir`. A put that came meanwhile made
+ * `dir` again: then the blobs go back into it one by one (a blob there already is the same bytes).
+ */
+async function putBack(doomed: string, dir: string): Promise<void> {
+  try {
+    await rename(doomed, dir);
+    return;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
+  }
+  for (const name of await readdir(doomed)) await rename(join(doomed, name), join(dir, name));
+  await rm(doomed, { recursive: true, force: true });
 }
 
 /** `fn` over `items`, at most `limit` at once; the results in the order of `items`. */

@@ -206,6 +206,65 @@ async function sweepAroundAStart(
   return { deleted, forgotten, kept: (await store.get(key)) !== undefined };
 }
 
+/** A meeting point for `parties` callers: each `arrive()` resolves once all have arrived. */
+function meeting(parties: number): { arrive(): Promise<void> } {
+  let arrived = 0;
+  let release!: () => void;
+  const all = new Promise<void>((resolve) => (release = resolve));
+  return {
+    arrive() {
+      arrived += 1;
+      if (arrived === parties) release();
+      return all;
+    },
+  };
+}
+
+/**
+ * Two sweeps of `store` at once, as two workers of a fleet run them: both list the runs before
+ * either goes on, a blob of one run is stored again right after (a start repeated with its key),
+ * and the two delete each run at the same moment. Beside it, a run as old (`age` makes each two
+ * hours old) and not written to again. Resolves with what each sweep deleted, the run not written
+ * to again, and whether the blob stored again is still there.
+ */
+async function twoSweepsAtOnce(
+  client: Client,
+  store: SubagentPayloadStore,
+  age: (runId: string) => Promise<void>,
+): Promise<{ deleted: string[][]; forgotten: string; kept: boolean }> {
+  const key = { namespace: 'default', runId: `subagent:${uniqueName('restarted')}:1`, digest: 'e'.repeat(64) };
+  const forgotten = `subagent:${uniqueName('forgotten')}:1`;
+  const bytes = Buffer.from('the start input');
+  await store.put(key, bytes);
+  await store.put({ ...key, runId: forgotten }, bytes);
+  await age(key.runId);
+  await age(forgotten);
+  const listed = meeting(2);
+  let storedAgain: Promise<void> | undefined;
+  const deleting = new Map([key.runId, forgotten].map((runId) => [runId, meeting(2)]));
+  const sweeping = (): SubagentPayloadStore => ({
+    name: store.name,
+    get: (blob) => store.get(blob),
+    put: (blob, data) => store.put(blob, data),
+    close: async () => undefined,
+    async runs(namespace) {
+      // These two runs only (the store may hold other tests'), in one order for both sweeps.
+      const runs = (await store.runs(namespace))
+        .filter(({ runId }) => deleting.has(runId))
+        .sort((a, b) => a.runId.localeCompare(b.runId));
+      await listed.arrive();
+      await (storedAgain ??= store.put(key, bytes));
+      return runs;
+    },
+    async deleteRun(namespace, runId, unlessWrittenAfter) {
+      await deleting.get(runId)!.arrive();
+      return store.deleteRun(namespace, runId, unlessWrittenAfter);
+    },
+  });
+  const deleted = await Promise.all([sweepPayloads(client, sweeping()), sweepPayloads(client, sweeping())]);
+  return { deleted, forgotten, kept: (await store.get(key)) !== undefined };
+}
+
 describe('in files (the embedded default)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'subagent-payloads-'));
   const store = new FilePayloadStore(dir);
@@ -271,6 +330,19 @@ describe('in files (the embedded default)', () => {
     expect(deleted).toContain(forgotten);
     expect(deleted).toHaveLength(1);
     expect(kept).toBe(true);
+  });
+
+  it('deletes a run once and keeps one written to since, when two sweeps go over the store at once', async () => {
+    const own = new FilePayloadStore(mkdtempSync(join(tmpdir(), 'subagent-payloads-two-sweeps-')));
+    const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
+    const { deleted, forgotten, kept } = await twoSweepsAtOnce(setup.temporal.client, own, async (runId) => {
+      const runDir = join(own.dir, 'default', encodeURIComponent(runId));
+      for (const name of readdirSync(runDir)) utimesSync(join(runDir, name), twoHoursAgo, twoHoursAgo);
+      utimesSync(runDir, twoHoursAgo, twoHoursAgo);
+    });
+    expect(deleted.flat()).toEqual([forgotten]);
+    expect(kept).toBe(true);
+    expect(await own.runs('default')).toHaveLength(1);
   });
 
   it('keeps the blobs of a run started again with its idempotency key after the server forgot it, from a sweep before the start reaches the server', async () => {
@@ -544,6 +616,19 @@ describe('in PostgreSQL (deployments)', () => {
     expect(deleted).toContain(forgotten);
     expect(deleted).toHaveLength(1);
     expect(kept).toBe(true);
+  });
+
+  it('deletes a run once and keeps one written to since, when two sweeps go over the store at once', async () => {
+    const own = new PostgresPayloadStore(postgres.url);
+    try {
+      const { deleted, forgotten, kept } = await twoSweepsAtOnce(setup.temporal.client, own, (runId) =>
+        agedRows(postgres.url, runId),
+      );
+      expect(deleted.flat()).toEqual([forgotten]);
+      expect(kept).toBe(true);
+    } finally {
+      await own.close();
+    }
   });
 
   it('keeps the blobs of a run started again with its idempotency key after the server forgot it, from a sweep before the start reaches the server', async () => {
