@@ -78,9 +78,11 @@ export class PostgresPayloadStore implements SubagentPayloadStore {
       return true;
     }
     // One statement: no row of the run written from the next millisecond on (a listed time is
-    // created_at cut to milliseconds), or none deleted.
+    // created_at cut to milliseconds), or none deleted. The NOT EXISTS sees the rows as they were
+    // when the statement began; a row a store held then (the same blob stored again) is rechecked
+    // as it was committed once the DELETE has waited for it, so its own created_at keeps it.
     const { rowCount } = await this.pool.query(
-      `DELETE FROM ${TABLE} WHERE namespace = $1 AND run_id = $2 AND NOT EXISTS (
+      `DELETE FROM ${TABLE} WHERE namespace = $1 AND run_id = $2 AND created_at < $3 AND NOT EXISTS (
          SELECT 1 FROM ${TABLE} WHERE namespace = $1 AND run_id = $2 AND created_at >= $3)`,
       [namespace, runId, new Date(unlessWrittenAfter + 1)],
     );

@@ -618,6 +618,47 @@ describe('in PostgreSQL (deployments)', () => {
     expect(kept).toBe(true);
   });
 
+  it("keeps a blob stored again while the sweep's DELETE of its run waits on it", async () => {
+    // Before, the DELETE's check that nothing of the run was written since the listing saw the
+    // rows as they were when it began: a store of the same blob again (a start repeated with its
+    // key) that held the row then, and committed while the DELETE waited for it, lost its row
+    // once it had been told it was stored. The other session here holds that store open.
+    const own = new PostgresPayloadStore(postgres.url);
+    const sql = new PostgresClient({ connectionString: postgres.url });
+    await sql.connect();
+    const writer = new PostgresClient({ connectionString: postgres.url });
+    await writer.connect();
+    try {
+      const key = { namespace: 'default', runId: `subagent:${uniqueName('renewed')}:1`, digest: 'e'.repeat(64) };
+      await own.put(key, Buffer.from('the start input'));
+      await own.put({ ...key, digest: 'd'.repeat(64) }, Buffer.from('an old output'));
+      await agedRows(postgres.url, key.runId);
+      const listed = (await own.runs('default')).find(({ runId }) => runId === key.runId)!;
+      await writer.query('BEGIN');
+      await writer.query(
+        `INSERT INTO subagent_payloads (namespace, run_id, digest, data) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (namespace, run_id, digest) DO UPDATE SET created_at = now()`,
+        [key.namespace, key.runId, key.digest, Buffer.from('the start input')],
+      );
+      const deleting = own.deleteRun('default', key.runId, listed.newestMs);
+      await eventually(async () => {
+        const { rows } = await sql.query<{ waiting: number }>(
+          `SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'DELETE FROM subagent_payloads%'`,
+        );
+        return rows[0]!.waiting === 1 ? true : undefined;
+      });
+      await writer.query('COMMIT');
+      await deleting;
+      const back = await own.get(key);
+      expect(back && Buffer.from(back).toString()).toBe('the start input');
+    } finally {
+      await writer.query('ROLLBACK').catch(() => undefined);
+      await writer.end();
+      await sql.end();
+      await own.close();
+    }
+  });
+
   it('deletes a run once and keeps one written to since, when two sweeps go over the store at once', async () => {
     const own = new PostgresPayloadStore(postgres.url);
     try {
