@@ -38,10 +38,12 @@ export const OFFLOADED_MAX_PAYLOAD_BYTES = 256 * 1024 * 1024;
 /** A run whose newest blob is younger than this keeps its blobs: its start may still be on the way. */
 const SWEEP_GRACE_MS = 60 * 60 * 1000;
 /**
- * A run directory being deleted is first renamed to this and a UUID: a name no run id is encoded
- * to (`#` always is), so no listing takes it for a run.
+ * A run directory being deleted is first renamed to `#deleting-<epoch ms>-<uuid>-<its name>`: a
+ * name no run id is encoded to (`#` always is), so no listing takes it for a run.
  */
 const DELETING = '#deleting-';
+/** One left that long (its process died while deleting it) is put back, for sweeps to judge again. */
+const ABANDONED_DELETION_MS = 10 * 60 * 1000;
 /** Blobs written outside any run (none are expected) are filed under this run id, and kept. */
 const NO_RUN = '-';
 /** How many run directories the file store stats at once when it lists a namespace's runs. */
@@ -245,6 +247,7 @@ export class FilePayloadStore implements SubagentPayloadStore {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw err;
     }
+    names = await this.putBackAbandoned(dir, names);
     // A directory's modification time moves with every blob added to it (and `put` sets it for a
     // blob stored again). A name no run id was encoded to is not ours: left alone, rather than
     // failing every sweep.
@@ -266,13 +269,37 @@ export class FilePayloadStore implements SubagentPayloadStore {
     return listed.filter((run) => run !== undefined);
   }
 
+  /**
+   * `names` (a namespace directory's) with each run directory that a deletion moved aside and left
+   * for `ABANDONED_DELETION_MS` (its process died between the move and the removal) put back
+   * under its own name. Otherwise never removed, and a run stored again meanwhile had lost blobs.
+   */
+  private async putBackAbandoned(dir: string, names: string[]): Promise<string[]> {
+    const abandoned = new RegExp(`^${DELETING}(\\d+)-[0-9a-f-]{36}-(.+)$`);
+    const listed = new Set(names);
+    for (const name of names) {
+      const match = abandoned.exec(name);
+      if (!match || Date.now() - Number(match[1]) < ABANDONED_DELETION_MS) continue;
+      try {
+        await putBack(join(dir, name), join(dir, match[2]!));
+      } catch (err) {
+        // Put back by another sweep since the listing.
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+        throw err;
+      }
+      listed.delete(name);
+      listed.add(match[2]!);
+    }
+    return [...listed];
+  }
+
   async deleteRun(namespace: string, runId: string, unlessWrittenAfter?: number): Promise<boolean> {
     const dir = this.runDir(namespace, runId);
     // Moved out of the way in one step before its time is checked: of two sweeps deleting a run at
     // once only one moves it (the other finds it gone, and deletes nothing), and a blob stored
     // before the move is in what was moved, whose time then says so. Checked first and removed
     // after, a blob stored between the two (a start repeated with its key) was removed with it.
-    const doomed = join(this.dir, fileName(namespace), `${DELETING}${randomUUID()}`);
+    const doomed = join(this.dir, fileName(namespace), `${DELETING}${Date.now()}-${randomUUID()}-${fileName(runId)}`);
     try {
       await rename(dir, doomed);
     } catch (err) {

@@ -1,7 +1,18 @@
 // The payload store's configuration and its driver, without a server: what the environment
 // selects, and a blob that is gone or altered read as PAYLOAD_MISSING.
 import { createHook } from 'node:async_hooks';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
@@ -121,6 +132,28 @@ describe('the store driver', () => {
       expect((await own.runs('default')).map((run) => run.runId)).toEqual([other.runId]);
     },
   );
+
+  it('puts back a run directory a deletion moved aside and left (its process died), leaving one being deleted now alone', async () => {
+    // Before, such a directory (a sweep's process killed between moving a run aside and removing
+    // it) was never listed or removed again, and a run stored again meanwhile had lost its blobs.
+    const own = new FilePayloadStore(mkdtempSync(join(tmpdir(), 'subagent-payloads-abandoned-')));
+    const left = { namespace: 'default', runId: 'subagent:unit:left', digest: 'e'.repeat(64) };
+    const going = { namespace: 'default', runId: 'subagent:unit:going', digest: 'f'.repeat(64) };
+    await own.put(left, Buffer.from('left'));
+    await own.put(going, Buffer.from('going'));
+    const namespaceDir = join(own.dir, 'default');
+    const aside = (runId: string, movedAt: number) =>
+      `#deleting-${movedAt}-${randomUUID()}-${encodeURIComponent(runId)}`;
+    renameSync(
+      join(namespaceDir, encodeURIComponent(left.runId)),
+      join(namespaceDir, aside(left.runId, Date.now() - 60 * 60 * 1000)),
+    );
+    const goingAside = aside(going.runId, Date.now());
+    renameSync(join(namespaceDir, encodeURIComponent(going.runId)), join(namespaceDir, goingAside));
+    expect((await own.runs('default')).map((run) => run.runId)).toEqual([left.runId]);
+    expect(Buffer.from((await own.get(left))!).toString()).toBe('left');
+    expect(readdirSync(namespaceDir).sort()).toEqual([goingAside, encodeURIComponent(left.runId)].sort());
+  });
 
   it('lists 3,000 runs with at most 32 run directories stat-ed at once, each with its time, past one gone since the listing', async () => {
     // Before, every run directory was stat-ed at once (100,000 requests queued ahead of every
