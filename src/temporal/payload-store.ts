@@ -38,12 +38,18 @@ export const OFFLOADED_MAX_PAYLOAD_BYTES = 256 * 1024 * 1024;
 /** A run whose newest blob is younger than this keeps its blobs: its start may still be on the way. */
 const SWEEP_GRACE_MS = 60 * 60 * 1000;
 /**
- * A run directory being deleted is first renamed to `#deleting-<epoch ms>-<uuid>-<its name>`: a
- * name no run id is encoded to (`#` always is), so no listing takes it for a run.
+ * A run directory being deleted is first renamed to `#deleting-<epoch ms>-<uuid>-<its name>` (its
+ * name left out where the whole would be too long): a name no run id is encoded to (`#` always is),
+ * so no listing takes it for a run.
  */
 const DELETING = '#deleting-';
-/** One left that long (its process died while deleting it) is put back, for sweeps to judge again. */
+/**
+ * One left that long (its process died while deleting it) is put back, for sweeps to judge again;
+ * one without its run's name (too long to add), removed.
+ */
 const ABANDONED_DELETION_MS = 10 * 60 * 1000;
+/** The longest file name most file systems take (an encoded name is ASCII: bytes). */
+const MAX_NAME_BYTES = 255;
 /** Blobs written outside any run (none are expected) are filed under this run id, and kept. */
 const NO_RUN = '-';
 /** How many run directories the file store stats at once when it lists a namespace's runs. */
@@ -272,23 +278,26 @@ export class FilePayloadStore implements SubagentPayloadStore {
   /**
    * `names` (a namespace directory's) with each run directory that a deletion moved aside and left
    * for `ABANDONED_DELETION_MS` (its process died between the move and the removal) put back
-   * under its own name. Otherwise never removed, and a run stored again meanwhile had lost blobs.
+   * under its own name (or removed, without one). Otherwise never removed, and a run stored again
+   * meanwhile had lost blobs.
    */
   private async putBackAbandoned(dir: string, names: string[]): Promise<string[]> {
-    const abandoned = new RegExp(`^${DELETING}(\\d+)-[0-9a-f-]{36}-(.+)$`);
+    const abandoned = new RegExp(`^${DELETING}(\\d+)-[0-9a-f-]{36}(?:-(.+))?$`);
     const listed = new Set(names);
     for (const name of names) {
       const match = abandoned.exec(name);
       if (!match || Date.now() - Number(match[1]) < ABANDONED_DELETION_MS) continue;
+      const runName = match[2];
       try {
-        await putBack(join(dir, name), join(dir, match[2]!));
+        if (runName === undefined) await rm(join(dir, name), { recursive: true, force: true });
+        else await putBack(join(dir, name), join(dir, runName));
       } catch (err) {
         // Put back by another sweep since the listing.
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
         throw err;
       }
       listed.delete(name);
-      listed.add(match[2]!);
+      if (runName !== undefined) listed.add(runName);
     }
     return [...listed];
   }
@@ -299,7 +308,11 @@ export class FilePayloadStore implements SubagentPayloadStore {
     // once only one moves it (the other finds it gone, and deletes nothing), and a blob stored
     // before the move is in what was moved, whose time then says so. Checked first and removed
     // after, a blob stored between the two (a start repeated with its key) was removed with it.
-    const doomed = join(this.dir, fileName(namespace), `${DELETING}${Date.now()}-${randomUUID()}-${fileName(runId)}`);
+    const aside = `${DELETING}${Date.now()}-${randomUUID()}`;
+    // Its run's name too where the file system takes a name that long (255 bytes), so that a
+    // process that dies with it aside leaves a directory the next listing can put back.
+    const named = `${aside}-${fileName(runId)}`;
+    const doomed = join(this.dir, fileName(namespace), named.length <= MAX_NAME_BYTES ? named : aside);
     try {
       await rename(dir, doomed);
     } catch (err) {

@@ -155,6 +155,26 @@ describe('the store driver', () => {
     expect(readdirSync(namespaceDir).sort()).toEqual([goingAside, encodeURIComponent(left.runId)].sort());
   });
 
+  it('deletes a run whose directory name is too long to carry into its name aside (240 bytes), and removes such an aside a dead process left', async () => {
+    // Before, moving it aside as `#deleting-<time>-<uuid>-<its name>` failed (ENAMETOOLONG), and
+    // with it every sweep, at that run.
+    const own = new FilePayloadStore(mkdtempSync(join(tmpdir(), 'subagent-payloads-long-')));
+    const long = {
+      namespace: 'default',
+      runId: `subagent:${'l'.repeat(240 - 'subagent%3A'.length)}`,
+      digest: 'e'.repeat(64),
+    };
+    expect(encodeURIComponent(long.runId)).toHaveLength(240);
+    await own.put(long, Buffer.from('long'));
+    expect(await own.deleteRun('default', long.runId, Date.now())).toBe(true);
+    expect(await own.get(long)).toBeUndefined();
+    const namespaceDir = join(own.dir, 'default');
+    expect(readdirSync(namespaceDir)).toEqual([]);
+    mkdirSync(join(namespaceDir, `#deleting-${Date.now() - 60 * 60 * 1000}-${randomUUID()}`));
+    expect(await own.runs('default')).toEqual([]);
+    expect(readdirSync(namespaceDir)).toEqual([]);
+  });
+
   it('lists 3,000 runs with at most 32 run directories stat-ed at once, each with its time, past one gone since the listing', async () => {
     // Before, every run directory was stat-ed at once (100,000 requests queued ahead of every
     // other file operation of the worker). Node's own async hooks count the file system requests
