@@ -409,6 +409,8 @@ export interface SweepPayloadsOptions {
  * Deletes the blobs of every run the server no longer has (closed, and its namespace's retention
  * passed), except runs with a blob written within the last hour or since the runs were listed: a
  * start stores its input before the run exists. Resolves with the run ids whose blobs were deleted.
+ * Rejects with `UNAVAILABLE` naming a run the store failed to delete, once it has swept the others;
+ * rejects with what the store or the server threw when the listing or a question about a run fails.
  */
 export async function sweepPayloads(
   client: Client,
@@ -418,6 +420,7 @@ export async function sweepPayloads(
   const { namespace } = client.options;
   const { now = Date.now(), signal } = options;
   const deleted: string[] = [];
+  const failed: { runId: string; err: unknown }[] = [];
   if (signal?.aborted) return deleted;
   for (const { runId, newestMs } of await store.runs(namespace)) {
     // Between runs only: a describe or a deletion under way is let finish, and none starts after.
@@ -427,8 +430,26 @@ export async function sweepPayloads(
     if (signal?.aborted) break;
     // Unless written since it was listed: a start whose input went to the store after the listing
     // may reach the server only after the question above.
-    if ((await store.deleteRun(namespace, runId, newestMs)) === false) continue;
+    let removed: boolean | void;
+    try {
+      removed = await store.deleteRun(namespace, runId, newestMs);
+    } catch (err) {
+      // The runs after it are swept all the same: one run the store cannot delete (a directory
+      // of another user's) stopped every sweep there, and the runs listed after it grew for ever.
+      failed.push({ runId, err });
+      continue;
+    }
+    if (removed === false) continue;
     deleted.push(runId);
+  }
+  if (failed.length > 0) {
+    const [{ runId, err }] = failed as [(typeof failed)[number]];
+    const why = err instanceof Error ? err.message : String(err);
+    throw new SubagentError(
+      `the payload store "${store.name}" could not delete the blobs of ${failed.length} run(s), run ${runId} first: ${why} (the blobs of ${deleted.length} other run(s) deleted)`,
+      'UNAVAILABLE',
+      { cause: err },
+    );
   }
   return deleted;
 }

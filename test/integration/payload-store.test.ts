@@ -332,6 +332,38 @@ describe('in files (the embedded default)', () => {
     expect(kept).toBe(true);
   });
 
+  it('sweeps the runs listed after one the store fails to delete, then rejects with UNAVAILABLE naming it', async () => {
+    // Before, the sweep stopped at the first run it could not delete (a directory of another
+    // user's, say): every sweep failed there, and the runs listed after it were never deleted.
+    const files = new FilePayloadStore(mkdtempSync(join(tmpdir(), 'subagent-payloads-undeletable-')));
+    const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
+    const runIds = ['a', 'b', 'c'].map((letter) => `subagent:${uniqueName(`undeletable-${letter}`)}:1`);
+    for (const runId of runIds) {
+      await files.put({ namespace: 'default', runId, digest: 'a'.repeat(64) }, Buffer.from('blob'));
+      utimesSync(join(files.dir, 'default', encodeURIComponent(runId)), twoHoursAgo, twoHoursAgo);
+    }
+    let refused: string | undefined;
+    const store: SubagentPayloadStore = {
+      name: files.name,
+      put: (key, bytes) => files.put(key, bytes),
+      get: (key) => files.get(key),
+      close: () => files.close(),
+      // In one order, so the run refused is listed before the others.
+      runs: async (namespace) => (await files.runs(namespace)).sort((a, b) => a.runId.localeCompare(b.runId)),
+      async deleteRun(namespace, runId, unlessWrittenAfter) {
+        if (refused === undefined || refused === runId) {
+          refused = runId;
+          throw Object.assign(new Error(`EACCES: permission denied, rmdir '${runId}'`), { code: 'EACCES' });
+        }
+        return files.deleteRun(namespace, runId, unlessWrittenAfter);
+      },
+    };
+    const failed = await sweepPayloads(setup.temporal.client, store).catch((err: unknown) => err);
+    expect(failed).toMatchObject({ code: 'UNAVAILABLE' });
+    expect((failed as Error).message).toContain(`run ${runIds[0]}`);
+    expect((await files.runs('default')).map((run) => run.runId)).toEqual([runIds[0]]);
+  });
+
   it('deletes a run once and keeps one written to since, when two sweeps go over the store at once', async () => {
     const own = new FilePayloadStore(mkdtempSync(join(tmpdir(), 'subagent-payloads-two-sweeps-')));
     const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
