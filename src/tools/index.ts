@@ -10,7 +10,7 @@ export { ConfinedRoot, ToolPathError } from './confine';
 export { listDirectoryTool } from './list-directory';
 export { readFileTool } from './read-file';
 export { searchTextTool } from './search-text';
-export { createDelegationTool } from './subagent';
+export { type SubagentDelegationToolConfig, createDelegationTool } from './subagent';
 
 /** The built-in file tools: `read_file`, `list_directory`, `search_text`, with default limits. */
 export function builtinFileTools(): SubagentTool[] {

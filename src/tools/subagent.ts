@@ -1,5 +1,7 @@
 // The `subagent` tool for an LLM child itself (spawn, fork): the model-facing delegation tool of
 // the caller's side, run as a tool activity that delegates through the worker's own service.
+import { SubagentError } from '../seam/errors';
+import type { SubagentProviderDescriptor } from '../seam/provider';
 import type { SubagentSessionEvent } from '../seam/request';
 import { type SubagentTool, toolError } from '../seam/tool';
 import {
@@ -11,6 +13,22 @@ import {
   subagentToolWording,
 } from '../client/subagent-tool';
 
+/** What `createDelegationTool` takes: the caller-side tool's config, and the provider's context contract. */
+export interface SubagentDelegationToolConfig extends SubagentToolConfig {
+  /**
+   * Whether the provider hands the child this conversation's completed turns (fork). Omitted: as
+   * the provider's descriptor says, once a worker that knows the provider hosts the tool (until
+   * then, and where the worker does not know it, false). `true` for a provider the worker knows
+   * not to inherit is `INVALID_CONFIG`; `false` hands nothing down, to a fork too, and says so.
+   */
+  inheritsParentContext?: boolean;
+}
+
+/** Where a delegation tool keeps its config, so the worker hosting it can bind it to its provider. */
+const DELEGATION_CONFIG = Symbol('subagent.delegationTool');
+
+type DelegationTool = SubagentTool & { readonly [DELEGATION_CONFIG]: SubagentDelegationToolConfig };
+
 /**
  * Each call is an activity named after the tool that delegates with the calling run as parent,
  * so a child can delegate further, limited by the `maxDepth` set above it. A retried call (its
@@ -18,12 +36,15 @@ import {
  * `inheritsParentContext` (the wording for a fork provider), each call reads the run's completed
  * turns from its workflow and hands them down, so the child is seeded with them as the tool says.
  */
-export function createDelegationTool(config: SubagentToolConfig & { inheritsParentContext?: boolean }): SubagentTool {
-  const wording = subagentToolWording(config.inheritsParentContext ?? false, config.background ?? false);
-  return {
-    name: config.name ?? SUBAGENT_TOOL_NAME,
+export function createDelegationTool(config: SubagentDelegationToolConfig): SubagentTool {
+  const own = { ...config };
+  const inherits = own.inheritsParentContext ?? false;
+  const wording = subagentToolWording(inherits, own.background ?? false);
+  const tool: DelegationTool = {
+    name: own.name ?? SUBAGENT_TOOL_NAME,
     description: wording.description,
     parameters: delegationParameters(wording.prompt) as unknown as Record<string, unknown>,
+    [DELEGATION_CONFIG]: own,
     async execute(args, context) {
       const parsed = delegationArgs(args);
       if ('error' in parsed) return parsed.error;
@@ -31,7 +52,7 @@ export function createDelegationTool(config: SubagentToolConfig & { inheritsPare
       if (!start) return toolError('this worker offers no delegation: the subagent tool is unavailable here');
       // The wording promised the child this conversation's completed turns: they go with the start.
       let parentEvents: SubagentSessionEvent[] | undefined;
-      if (config.inheritsParentContext) {
+      if (inherits) {
         if (!completedTurns) {
           return toolError("this worker cannot read the run's completed turns: the subagent tool is unavailable here");
         }
@@ -40,12 +61,53 @@ export function createDelegationTool(config: SubagentToolConfig & { inheritsPare
       // A retried call joins the run its first attempt started; another call starts its own.
       const idempotencyKey = `${context.runId}/${context.callKey}`;
       return delegate(
-        (request) => start(config.provider, { ...request, idempotencyKey }, parentEvents),
+        (request) => start(own.provider, { ...request, idempotencyKey }, parentEvents),
         parsed.prompt,
-        config,
+        own,
         context.signal,
         { reportSpend: true },
       );
     },
   };
+  return tool;
+}
+
+/**
+ * `tools` of the hosted provider `owner`, each delegation tool among them bound to the provider it
+ * delegates to as `lookup` knows it: made without `inheritsParentContext`, it takes the provider's
+ * (its wording, and whether it hands the completed turns down); the rest of a copy made of it
+ * (`{ ...tool, needsApproval }`) is kept. The same array when nothing changes. Throws
+ * `INVALID_CONFIG` naming the tool and both providers for a tool made with `true` for a provider
+ * that does not inherit: its model would be told the child sees a conversation it never gets.
+ */
+export function bindDelegationTools(
+  owner: string,
+  tools: readonly SubagentTool[],
+  lookup: (name: string) => SubagentProviderDescriptor | undefined,
+): readonly SubagentTool[] {
+  let changed = false;
+  const bound = tools.map((tool) => {
+    const config = (tool as Partial<DelegationTool>)[DELEGATION_CONFIG];
+    const target = config && lookup(config.provider);
+    if (!config || !target) return tool;
+    if (config.inheritsParentContext === true && !target.inheritsParentContext) {
+      throw new SubagentError(
+        `provider "${owner}" has a delegation tool "${tool.name}" made with inheritsParentContext: true, but provider "${config.provider}" does not inherit its parent's context: the model would be told its child sees this conversation, which it never does (omit the flag: the tool then follows the provider)`,
+        'INVALID_CONFIG',
+      );
+    }
+    if (config.inheritsParentContext !== undefined || !target.inheritsParentContext) return tool;
+    changed = true;
+    const {
+      description,
+      parameters,
+      execute,
+      [DELEGATION_CONFIG]: resolved,
+    } = createDelegationTool({
+      ...config,
+      inheritsParentContext: true,
+    }) as DelegationTool;
+    return { ...tool, description, parameters, execute, [DELEGATION_CONFIG]: resolved };
+  });
+  return changed ? bound : tools;
 }

@@ -28,6 +28,7 @@ export {
 export { TRACING_WORKFLOW_MODULE, tracingWorkerOptions } from '../temporal/tracing';
 export {
   ConfinedRoot,
+  type SubagentDelegationToolConfig,
   ToolPathError,
   builtinFileTools,
   createDelegationTool,

@@ -46,6 +46,7 @@ import { describeValue } from '../seam/json';
 import type { SubagentHostedProvider, SubagentModelPrices } from '../seam/provider';
 import { checkModelPrices, modelPricesFromEnv } from '../temporal/config';
 import { SubagentTracing, TRACING_WORKFLOW_MODULE, tracingWorkerOptions } from '../temporal/tracing';
+import { bindDelegationTools } from '../tools/subagent';
 
 export interface SubagentWorkerOptions {
   connection: NativeConnection;
@@ -141,8 +142,10 @@ export function bundleSubagentWorkflows(options: { tracing?: boolean } = {}): Re
 /**
  * Creates (not yet running) workers for the given providers. Throws `INVALID_CONFIG` for no
  * providers, a name that cannot name runs (`providerNameViolation`), two with one name, a tool
- * named like a reserved activity, two tools of one provider with one name, or a tool whose
- * parameters cannot be sent as JSON. The caller runs and shuts them down.
+ * named like a reserved activity, two tools of one provider with one name, a tool whose
+ * parameters cannot be sent as JSON, or a delegation tool made with `inheritsParentContext: true`
+ * for a provider it knows does not inherit (`bindDelegationTools`). The caller runs and shuts them
+ * down.
  */
 export async function createSubagentWorker(options: SubagentWorkerOptions): Promise<SubagentWorker> {
   const providers = new Map<string, SubagentHostedProvider>();
@@ -211,6 +214,18 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
     const { maxPayloadBytes } = options;
     subagents = new TemporalSubagentService({ client, ...(maxPayloadBytes === undefined ? {} : { maxPayloadBytes }) });
     for (const provider of providers.values()) subagents.registerProvider(provider);
+  }
+  // A delegation tool's wording (and whether it hands the run's completed turns down) follows the
+  // provider it delegates to, as the service it delegates through knows it, else as hosted here.
+  const known = subagents;
+  for (const provider of providers.values()) {
+    if (provider.driver !== 'agent-loop') continue;
+    const tools = bindDelegationTools(
+      provider.name,
+      provider.tools,
+      (name) => known.getProvider(name) ?? providers.get(name),
+    );
+    if (tools !== provider.tools) providers.set(provider.name, { ...provider, tools });
   }
   const cache = new RunContextCache(options.contextCacheSize);
   const queueOf = (name: string) => {

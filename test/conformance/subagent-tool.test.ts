@@ -43,6 +43,7 @@ const scripted = createScriptedProvider({ name: uniqueName('tool-child'), observ
 const forkLike = createScriptedProvider({ name: uniqueName('tool-fork'), inheritsParentContext: true });
 const spawnName = uniqueName('tool-spawn');
 const forkName = uniqueName('tool-fork-llm');
+const bareForkName = uniqueName('tool-fork-bare');
 
 const harness = fakeModelHarness(
   (endpoint) => ({
@@ -58,6 +59,12 @@ const harness = fakeModelHarness(
       name: forkName,
       endpoint,
       tools: [createDelegationTool({ provider: forkName, name: 'subagent_fork', inheritsParentContext: true })],
+    }),
+    /** A fork child whose delegation tool to itself was made without inheritsParentContext. */
+    bareFork: createForkProvider({
+      name: bareForkName,
+      endpoint,
+      tools: [createDelegationTool({ provider: bareForkName, name: 'subagent_fork' })],
     }),
   }),
   { worker: { heartbeatIntervalMs: 200 } },
@@ -479,6 +486,68 @@ describe('inside LLM children, forking', () => {
       ['user:first question', 'assistant:first answer', 'user:forked task'],
     ]);
     await resumed.dispose();
+  });
+});
+
+describe("the delegation tools' wording follows the provider", () => {
+  const parentLog = [
+    { type: 'user/message', data: { content: text('parent question') } },
+    { type: 'assistant/message', data: { content: text('parent answer') } },
+    { type: 'turn/end', data: { reason: { kind: 'completed' } } },
+  ];
+
+  it.each([
+    ['the worker hosts', (own: string) => own, () => ({})],
+    ['the service it delegates through knows', () => scripted.name, () => ({ subagents: harness.service })],
+  ] as const)(
+    'refuses a delegation tool made with inheritsParentContext: true for a provider %s not to inherit, with INVALID_CONFIG naming the tool and both providers (the model was told its child sees the conversation, which it never did)',
+    async (_case, target, options) => {
+      const name = uniqueName('false-fork');
+      const provider = createSpawnProvider({
+        name,
+        endpoint: { baseURL: harness.fake.baseURL, model: 'fake-model' },
+        tools: [createDelegationTool({ provider: target(name), name: 'subagent_fork', inheritsParentContext: true })],
+      });
+      const outcome = await startWorker(harness.temporal, [provider], options()).then(
+        async (stop) => {
+          await stop();
+          return 'started';
+        },
+        (err: unknown) => err,
+      );
+      expect(outcome).toMatchObject({
+        code: 'INVALID_CONFIG',
+        message: expect.stringContaining(
+          `provider "${name}" has a delegation tool "subagent_fork" made with inheritsParentContext: true, but provider "${target(name)}" does not inherit its parent's context`,
+        ),
+      });
+    },
+  );
+
+  it("gives a delegation tool made without inheritsParentContext a fork's wording, and seeds the fork, when the worker knows the provider inherits (it told the model the fork does not see the conversation, and handed nothing down)", async () => {
+    const asked: string[][] = [];
+    const described: string[] = [];
+    harness.fake.setHandler((request) => {
+      const messages = request.body.messages as { role: string; content: string | null }[];
+      const last = messages.at(-1)!;
+      if (last.role === 'tool') return textReply(`caller got: ${last.content}`);
+      if (last.content === 'fork now') {
+        const tools = request.body.tools as { function: { name: string; description: string } }[];
+        described.push(tools.find((tool) => tool.function.name === 'subagent_fork')!.function.description);
+        return toolCallReply([{ name: 'subagent_fork', arguments: args('forked task') }]);
+      }
+      asked.push(messages.slice(1).map((m) => `${m.role}:${m.content ?? ''}`));
+      return textReply('forked answer');
+    });
+    const run = harness.start('bareFork', {
+      prompt: text('fork now'),
+      parent: { id: 'parent-agent', session: { header: { id: 'parent-session' }, events: parentLog } },
+    });
+    expect(await run.result).toEqual({ output: text('caller got: forked answer'), stopReason: 'completed' });
+    expect(described).toHaveLength(1);
+    expect(described[0]).toContain('INHERITS this conversation');
+    expect(asked).toEqual([['user:parent question', 'assistant:parent answer', 'user:forked task']]);
+    await run.dispose();
   });
 });
 
