@@ -22,6 +22,7 @@ export {
   type SubagentToolConfig,
   type SubagentToolDefinition,
   type SubagentToolParameters,
+  UNSEEDED_NOTICE,
   createSubagentResultTool,
   createSubagentTool,
   subagentToolWording,

@@ -98,15 +98,36 @@ export function createSubagentTool(service: SubagentStarter, config: SubagentToo
       if ('error' in parsed) return parsed.error;
       if (!context.parent) return toolError('subagent tool requires a calling agent (context.parent was undefined)');
       const parent = context.parent;
+      // The wording promised this conversation's completed turns, which come only from the
+      // parent's log: a parent that hands none starts the child from the prompt alone, and the
+      // model is told so with the answer (the wording is fixed before any parent is known).
+      const notice = provider.inheritsParentContext && !hasSessionLog(parent) ? UNSEEDED_NOTICE : undefined;
       return delegate(
         (request) => service.start(config.provider, { ...request, parent }),
         parsed.prompt,
         config,
         context.signal,
-        context,
+        { ...context, ...(notice ? { notice } : {}) },
       );
     },
   };
+}
+
+/** What a fork's answer carries when the calling agent handed it no conversation to inherit. */
+export const UNSEEDED_NOTICE =
+  'Note: this subagent did not see this conversation after all (the calling agent gave it no conversation log): it worked from your prompt alone.';
+
+/**
+ * Whether the parent hands a session log a fork is seeded from (`session.events`, even an empty
+ * one: no completed turn is then all there is to see). A log that cannot be read counts as one:
+ * the start refuses it.
+ */
+function hasSessionLog(parent: SubagentParent): boolean {
+  try {
+    return parent.session?.events !== undefined;
+  } catch {
+    return true;
+  }
 }
 
 /**
@@ -211,7 +232,8 @@ export async function delegate(
     onProgress,
     onApproval,
     reportSpend = false,
-  }: Pick<SubagentToolCallContext, 'onProgress' | 'onApproval'> & { reportSpend?: boolean } = {},
+    notice,
+  }: Pick<SubagentToolCallContext, 'onProgress' | 'onApproval'> & { reportSpend?: boolean; notice?: string } = {},
 ): Promise<ToolCallOutcome> {
   let run: SubagentRun;
   try {
@@ -234,8 +256,9 @@ export async function delegate(
     } catch (err) {
       return toolError((err as Error).message);
     }
-    return toolResult(
-      `Started subagent run ${run.id}. Call subagent_result with run_id "${run.id}" to collect its answer.`,
+    return noted(
+      toolResult(`Started subagent run ${run.id}. Call subagent_result with run_id "${run.id}" to collect its answer.`),
+      notice,
     );
   }
   // An already-aborted signal cancels at once: a listener would never fire.
@@ -251,7 +274,7 @@ export async function delegate(
         })
       : undefined;
   try {
-    const outcome = await settle(run, config);
+    const outcome = noted(await settle(run, config), notice);
     // Inside a run (the delegation tool), what the nested run spent is charged to the calling run.
     const spend = reportSpend ? spendOf(run) : undefined;
     return spend ? { ...outcome, nestedSpend: { [run.id]: spend } } : outcome;
@@ -260,6 +283,11 @@ export async function delegate(
     signal?.removeEventListener('abort', onAbort);
     await run.dispose().catch(() => undefined); // the run logs a failed dispose
   }
+}
+
+/** `outcome` with `notice`, when there is one, as a text block after its own. */
+function noted(outcome: ToolCallOutcome, notice: string | undefined): ToolCallOutcome {
+  return notice ? { ...outcome, content: [...outcome.content, { type: 'text', text: `\n\n${notice}` }] } : outcome;
 }
 
 /** The parent's answer to a request of its tree, if it gives one; a failure leaves the request waiting. */

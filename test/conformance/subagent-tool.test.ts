@@ -15,6 +15,7 @@ import {
   SubagentStarter,
   toAiSdkTool,
   toOpenAITool,
+  UNSEEDED_NOTICE,
 } from '../../src';
 import {
   createScriptedProvider,
@@ -548,6 +549,32 @@ describe("the delegation tools' wording follows the provider", () => {
     expect(described[0]).toContain('INHERITS this conversation');
     expect(asked).toEqual([['user:parent question', 'assistant:parent answer', 'user:forked task']]);
     await run.dispose();
+  });
+
+  it("tells the model, with the answer, that a fork's child worked from the prompt alone when the calling agent handed no conversation log (the wording claimed it inherits; a log is kept silent)", async () => {
+    const tool = createSubagentTool(harness.service, {
+      provider: forkLike.name,
+      name: 'subagent_fork',
+      agentOptions: { script: [{ reply: 'saw: {conversation}' }] as never },
+    });
+    expect(await tool.execute(args('x'), { parent: { id: 'no-log' } })).toEqual({
+      isError: false,
+      content: [...text('saw: '), ...text(`\n\n${UNSEEDED_NOTICE}`)],
+    });
+    const withLog = { id: 'logged', session: { header: { id: 'logged-session' }, events: parentLog } };
+    expect(await tool.execute(args('x'), { parent: withLog })).toEqual({
+      isError: false,
+      content: text('saw: parent question'),
+    });
+    // In the background the notice comes with the run id: the answer is collected elsewhere.
+    const background = createSubagentTool(harness.service, { provider: forkLike.name, background: true });
+    const started = await background.execute(args('x'), { parent: { id: 'no-log' } });
+    expect(started.content.at(-1)).toEqual({ type: 'text', text: `\n\n${UNSEEDED_NOTICE}` });
+    const runId = /Started subagent run (\S+)\./.exec((started.content[0] as { text: string }).text)![1]!;
+    expect(await createSubagentResultTool(harness.service).execute({ run_id: runId }, {})).toEqual({
+      isError: false,
+      content: text('scripted reply to: x'),
+    });
   });
 });
 
