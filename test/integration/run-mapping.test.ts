@@ -322,11 +322,28 @@ describe('hostSeamProvider', () => {
       return { id: 'inner', result, cancel() {}, dispose: async () => {} };
     },
   };
+  /** A seam fork (a test double): answers with the parent's session log it was handed. */
+  const seamFork: SubagentProvider = {
+    name: uniqueName('seam-fork'),
+    capabilities: { outputSchema: false, depthLimit: true, toolFilter: false },
+    inheritsParentContext: true,
+    start(request) {
+      const events = request.parent.session?.events;
+      const result = Promise.resolve<SubagentResult>({
+        output: text(events === undefined ? 'no log' : JSON.stringify(events)),
+        stopReason: 'completed',
+      });
+      return { id: 'inner-fork', result, cancel() {}, dispose: async () => {} };
+    },
+  };
   let stopSeamWorker: () => Promise<void>;
 
   beforeAll(async () => {
-    stopSeamWorker = await startWorker(runs.temporal, [hostSeamProvider(seamProvider)], { heartbeatIntervalMs: 200 });
+    stopSeamWorker = await startWorker(runs.temporal, [hostSeamProvider(seamProvider), hostSeamProvider(seamFork)], {
+      heartbeatIntervalMs: 200,
+    });
     runs.service.registerProvider(seamProvider);
+    runs.service.registerProvider(seamFork);
   });
   afterAll(() => stopSeamWorker?.());
 
@@ -338,6 +355,35 @@ describe('hostSeamProvider', () => {
     expect('sendMessage' in run).toBe(false);
     expect(await run.result).toEqual({ output: text('in-process: task at depth 1'), stopReason: 'completed' });
     await run.dispose();
+  });
+
+  it("hands a seam fork the parent's completed turns as its session log, numbered from 0 (it got no log: a fork that said it inherits the conversation started from the prompt alone)", async () => {
+    const call = { type: 'tool-call' as const, id: 'c1', name: 'read_file', arguments: '{"path":"a"}' };
+    const result = { type: 'tool-result' as const, toolCallId: 'c1', content: text('file a') };
+    const log = [
+      { type: 'user/message', data: { content: text('first question') } },
+      { type: 'assistant/message', data: { content: [call] } },
+      { type: 'tool/result', data: { callId: 'c1', content: text('file a') } },
+      { type: 'assistant/message', data: { content: text('first answer') } },
+      { type: 'turn/end', data: { reason: { kind: 'completed' } } },
+      { type: 'user/message', data: { content: text('the turn in flight') } },
+    ];
+    const seen = async (logged: object) => {
+      const run = runs.service.start(seamFork.name, { prompt: text('fork'), parent: logged as typeof parent });
+      const { output } = await run.result;
+      await run.dispose();
+      return JSON.parse((output[0] as { text: string }).text) as unknown;
+    };
+    expect(await seen({ id: 'p', session: { header: { id: 's' }, events: log } })).toEqual([
+      { type: 'user/message', seq: 0, data: { content: text('first question') } },
+      { type: 'assistant/message', seq: 1, data: { content: [call] } },
+      { type: 'tool/call', seq: 2, data: { callId: 'c1', name: 'read_file', arguments: '{"path":"a"}' } },
+      { type: 'tool/result', seq: 3, data: { callId: 'c1', content: result.content, isError: false } },
+      { type: 'assistant/message', seq: 4, data: { content: text('first answer') } },
+      { type: 'turn/end', seq: 5, data: { reason: { kind: 'completed' } } },
+    ]);
+    // A parent without a log, or without a completed turn, has nothing to inherit: an empty log.
+    expect(await seen({ id: 'p' })).toEqual([]);
   });
 
   it('aborts the in-process run through its request signal on cancel', async () => {
