@@ -173,14 +173,21 @@ export function createSubagentResultTool(
   };
 }
 
-/** The tool's wording, truthful about whether the child sees this conversation (seam §6). */
+/**
+ * The tool's wording, truthful about whether the child sees this conversation (seam §6) and, in
+ * the background, about how its answer comes back: `collectable` false when the model has no
+ * `subagent_result` tool to collect it with.
+ */
 export function subagentToolWording(
   inheritsParentContext: boolean,
   background = false,
+  collectable = true,
 ): { description: string; prompt: string } {
-  const answer = background
-    ? 'The call returns a run id at once; collect the final answer later with subagent_result.'
-    : 'You receive only its final answer.';
+  const answer = !background
+    ? 'You receive only its final answer.'
+    : collectable
+      ? `The call returns a run id at once; collect the final answer later with ${SUBAGENT_RESULT_TOOL_NAME}.`
+      : `The call returns a run id at once; the subagent works on by itself, and its answer does not come back to you.`;
   return inheritsParentContext
     ? {
         description: `Delegate a task to a subagent that INHERITS this conversation: a child agent seeded with all completed turns so far (it does not see the current in-flight turn). ${answer}`,
@@ -233,7 +240,13 @@ export async function delegate(
     onApproval,
     reportSpend = false,
     notice,
-  }: Pick<SubagentToolCallContext, 'onProgress' | 'onApproval'> & { reportSpend?: boolean; notice?: string } = {},
+    collectable = true,
+  }: Pick<SubagentToolCallContext, 'onProgress' | 'onApproval'> & {
+    reportSpend?: boolean;
+    notice?: string;
+    /** In the background: whether the model has `subagent_result` to collect the answer with. */
+    collectable?: boolean;
+  } = {},
 ): Promise<ToolCallOutcome> {
   let run: SubagentRun;
   try {
@@ -256,10 +269,10 @@ export async function delegate(
     } catch (err) {
       return toolError((err as Error).message);
     }
-    return noted(
-      toolResult(`Started subagent run ${run.id}. Call subagent_result with run_id "${run.id}" to collect its answer.`),
-      notice,
-    );
+    const collect = collectable
+      ? `Call ${SUBAGENT_RESULT_TOOL_NAME} with run_id "${run.id}" to collect its answer.`
+      : 'It works on by itself; its answer does not come back to you.';
+    return noted(toolResult(`Started subagent run ${run.id}. ${collect}`), notice);
   }
   // An already-aborted signal cancels at once: a listener would never fire.
   const onAbort = () => run.cancel('parent step aborted');

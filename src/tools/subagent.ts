@@ -5,6 +5,7 @@ import type { SubagentProviderDescriptor } from '../seam/provider';
 import type { SubagentSessionEvent } from '../seam/request';
 import { type SubagentTool, toolError } from '../seam/tool';
 import {
+  SUBAGENT_RESULT_TOOL_NAME,
   SUBAGENT_TOOL_NAME,
   SubagentToolConfig,
   delegate,
@@ -37,14 +38,21 @@ type DelegationTool = SubagentTool & { readonly [DELEGATION_CONFIG]: SubagentDel
  * turns from its workflow and hands them down, so the child is seeded with them as the tool says.
  */
 export function createDelegationTool(config: SubagentDelegationToolConfig): SubagentTool {
-  const own = { ...config };
-  const inherits = own.inheritsParentContext ?? false;
-  const wording = subagentToolWording(inherits, own.background ?? false);
-  const tool: DelegationTool = {
-    name: own.name ?? SUBAGENT_TOOL_NAME,
+  return delegationTool({ ...config }, config.inheritsParentContext ?? false, true);
+}
+
+/**
+ * The tool for `config`: `inherits`, whether it says the child sees this conversation and hands
+ * the run's completed turns down; `collectable`, whether a background call's answer can be
+ * collected (the model has `subagent_result`).
+ */
+function delegationTool(config: SubagentDelegationToolConfig, inherits: boolean, collectable: boolean): DelegationTool {
+  const wording = subagentToolWording(inherits, config.background ?? false, collectable);
+  return {
+    name: config.name ?? SUBAGENT_TOOL_NAME,
     description: wording.description,
     parameters: delegationParameters(wording.prompt) as unknown as Record<string, unknown>,
-    [DELEGATION_CONFIG]: own,
+    [DELEGATION_CONFIG]: config,
     async execute(args, context) {
       const parsed = delegationArgs(args);
       if ('error' in parsed) return parsed.error;
@@ -61,53 +69,49 @@ export function createDelegationTool(config: SubagentDelegationToolConfig): Suba
       // A retried call joins the run its first attempt started; another call starts its own.
       const idempotencyKey = `${context.runId}/${context.callKey}`;
       return delegate(
-        (request) => start(own.provider, { ...request, idempotencyKey }, parentEvents),
+        (request) => start(config.provider, { ...request, idempotencyKey }, parentEvents),
         parsed.prompt,
-        own,
+        config,
         context.signal,
-        { reportSpend: true },
+        { reportSpend: true, collectable },
       );
     },
   };
-  return tool;
 }
 
 /**
- * `tools` of the hosted provider `owner`, each delegation tool among them bound to the provider it
- * delegates to as `lookup` knows it: made without `inheritsParentContext`, it takes the provider's
- * (its wording, and whether it hands the completed turns down); the rest of a copy made of it
- * (`{ ...tool, needsApproval }`) is kept. The same array when nothing changes. Throws
- * `INVALID_CONFIG` naming the tool and both providers for a tool made with `true` for a provider
- * that does not inherit: its model would be told the child sees a conversation it never gets.
+ * `tools` of the hosted provider `owner`, each delegation tool among them bound to what the worker
+ * knows: made without `inheritsParentContext`, it takes that of the provider it delegates to, as
+ * `lookup` knows it (its wording, and whether it hands the completed turns down); in the background
+ * without a `subagent_result` tool beside it, it says the answer does not come back (it told the
+ * model to collect it with a tool it did not have). The rest of a copy made of it (`{ ...tool,
+ * needsApproval }`) is kept. The same array when nothing changes. Throws `INVALID_CONFIG` naming
+ * the tool and both providers for a tool made with `true` for a provider that does not inherit:
+ * its model would be told the child sees a conversation it never gets.
  */
 export function bindDelegationTools(
   owner: string,
   tools: readonly SubagentTool[],
   lookup: (name: string) => SubagentProviderDescriptor | undefined,
 ): readonly SubagentTool[] {
+  const collectable = tools.some((tool) => tool.name === SUBAGENT_RESULT_TOOL_NAME);
   let changed = false;
   const bound = tools.map((tool) => {
     const config = (tool as Partial<DelegationTool>)[DELEGATION_CONFIG];
-    const target = config && lookup(config.provider);
-    if (!config || !target) return tool;
-    if (config.inheritsParentContext === true && !target.inheritsParentContext) {
+    if (!config) return tool;
+    const target = lookup(config.provider);
+    if (config.inheritsParentContext === true && target && !target.inheritsParentContext) {
       throw new SubagentError(
         `provider "${owner}" has a delegation tool "${tool.name}" made with inheritsParentContext: true, but provider "${config.provider}" does not inherit its parent's context: the model would be told its child sees this conversation, which it never does (omit the flag: the tool then follows the provider)`,
         'INVALID_CONFIG',
       );
     }
-    if (config.inheritsParentContext !== undefined || !target.inheritsParentContext) return tool;
+    const inherits = config.inheritsParentContext ?? target?.inheritsParentContext ?? false;
+    const answered = collectable || !config.background;
+    if (inherits === (config.inheritsParentContext ?? false) && answered) return tool;
     changed = true;
-    const {
-      description,
-      parameters,
-      execute,
-      [DELEGATION_CONFIG]: resolved,
-    } = createDelegationTool({
-      ...config,
-      inheritsParentContext: true,
-    }) as DelegationTool;
-    return { ...tool, description, parameters, execute, [DELEGATION_CONFIG]: resolved };
+    const { description, parameters, execute } = delegationTool(config, inherits, answered);
+    return { ...tool, description, parameters, execute };
   });
   return changed ? bound : tools;
 }

@@ -46,6 +46,20 @@ const spawnName = uniqueName('tool-spawn');
 const forkName = uniqueName('tool-fork-llm');
 const bareForkName = uniqueName('tool-fork-bare');
 
+const backgroundTool = () =>
+  createDelegationTool({ provider: scripted.name, background: true, agentOptions: { script: [{ reply: 'aside' }] } });
+/** The caller-side subagent_result tool as an LLM child's tool, over the harness's service. */
+const collectTool = () => {
+  const tool = createSubagentResultTool(lazyStarter);
+  return { ...tool, parameters: { ...tool.parameters } };
+};
+/** The harness's service, once it exists. */
+const lazyStarter: SubagentStarter = {
+  start: (name, request) => harness.service.start(name, request),
+  attach: (id) => harness.service.attach(id),
+  getProvider: (name) => harness.service.getProvider(name),
+};
+
 const harness = fakeModelHarness(
   (endpoint) => ({
     scripted,
@@ -60,6 +74,18 @@ const harness = fakeModelHarness(
       name: forkName,
       endpoint,
       tools: [createDelegationTool({ provider: forkName, name: 'subagent_fork', inheritsParentContext: true })],
+    }),
+    /** An LLM child that delegates in the background and has no subagent_result tool to collect with. */
+    backgroundOnly: createSpawnProvider({
+      name: uniqueName('background-only'),
+      endpoint,
+      tools: [backgroundTool()],
+    }),
+    /** The same, with a subagent_result tool beside it (the caller-side one, over the harness's service). */
+    backgroundCollected: createSpawnProvider({
+      name: uniqueName('background-collected'),
+      endpoint,
+      tools: [backgroundTool(), collectTool()],
     }),
     /** A fork child whose delegation tool to itself was made without inheritsParentContext. */
     bareFork: createForkProvider({
@@ -674,6 +700,34 @@ describe('background mode', () => {
       content: text('background answer to: index the repo'),
     });
     expect((await harness.closed(runId)).closedBy).toBe('disposed');
+  });
+
+  it("tells an LLM child's model that a background delegation's answer does not come back when it has no subagent_result tool (it was told to collect it with a tool it did not have)", async () => {
+    const described = new Map<string, string>();
+    harness.fake.setHandler((request) => {
+      const messages = request.body.messages as { role: string; content: string | null }[];
+      const last = messages.at(-1)!;
+      if (last.role === 'tool') return textReply(`caller got: ${last.content}`);
+      const tools = request.body.tools as { function: { name: string; description: string } }[];
+      const names = tools.map((tool) => tool.function.name).join(',');
+      described.set(names, tools.find((tool) => tool.function.name === 'subagent')!.function.description);
+      return last.content === 'go aside'
+        ? toolCallReply([{ name: 'subagent', arguments: args('on the side') }])
+        : textReply('nothing to do');
+    });
+    const run = harness.start('backgroundOnly', { prompt: text('go aside'), parent });
+    const { output } = await run.result;
+    expect((output[0] as { text: string }).text).toMatch(
+      /^caller got: Started subagent run \S+\. It works on by itself; its answer does not come back to you\.$/,
+    );
+    expect(described.get('subagent')).toContain('its answer does not come back to you');
+    expect(described.get('subagent')).not.toContain('subagent_result');
+    await run.dispose();
+    // With the tool beside it, the model is told to collect the answer with it, as before.
+    const collected = harness.start('backgroundCollected', { prompt: text('just answer'), parent });
+    expect((await collected.result).output).toEqual(text('nothing to do'));
+    expect(described.get('subagent,subagent_result')).toContain('collect the final answer later with subagent_result');
+    await collected.dispose();
   });
 
   it('answers a run_id that names a workflow of another type with an error at once, and leaves that workflow alone', async () => {
