@@ -99,9 +99,11 @@ export function createSubagentTool(service: SubagentStarter, config: SubagentToo
       if (!context.parent) return toolError('subagent tool requires a calling agent (context.parent was undefined)');
       const parent = context.parent;
       // The wording promised this conversation's completed turns, which come only from the
-      // parent's log: a parent that hands none starts the child from the prompt alone, and the
-      // model is told so with the answer (the wording is fixed before any parent is known).
-      const notice = provider.inheritsParentContext && !hasSessionLog(parent) ? UNSEEDED_NOTICE : undefined;
+      // parent's log, to a provider that inherits it: a parent that hands none, or a provider
+      // registered again since as one that does not inherit, starts the child from the prompt
+      // alone, and the model is told so with the answer (the wording is fixed at creation).
+      const seeded = service.getProvider(config.provider)?.inheritsParentContext === true && hasSessionLog(parent);
+      const notice = provider.inheritsParentContext && !seeded ? UNSEEDED_NOTICE : undefined;
       return delegate(
         (request) => service.start(config.provider, { ...request, parent }),
         parsed.prompt,

@@ -577,7 +577,7 @@ describe("the delegation tools' wording follows the provider", () => {
     await run.dispose();
   });
 
-  it("tells the model, with the answer, that a fork's child worked from the prompt alone when the calling agent handed no conversation log (the wording claimed it inherits; a log is kept silent)", async () => {
+  it("tells the model, with the answer, that a fork's child worked from the prompt alone when the calling agent handed no conversation log, or the provider was registered again as one that does not inherit (the wording claimed it inherits; a log is kept silent)", async () => {
     const tool = createSubagentTool(harness.service, {
       provider: forkLike.name,
       name: 'subagent_fork',
@@ -591,6 +591,19 @@ describe("the delegation tools' wording follows the provider", () => {
     expect(await tool.execute(args('x'), { parent: withLog })).toEqual({
       isError: false,
       content: text('saw: parent question'),
+    });
+    // A provider registered again, since the tool was made, as one that does not inherit.
+    const service = newService(harness.temporal);
+    const unregister = service.registerProvider(forkLike);
+    const stale = createSubagentTool(service, {
+      provider: forkLike.name,
+      agentOptions: { script: [{ reply: 'saw: {conversation}' }] as never },
+    });
+    unregister();
+    service.registerProvider({ ...forkLike, inheritsParentContext: false });
+    expect(await stale.execute(args('x'), { parent: withLog })).toEqual({
+      isError: false,
+      content: [...text('saw: '), ...text(`\n\n${UNSEEDED_NOTICE}`)],
     });
     // In the background the notice comes with the run id: the answer is collected elsewhere.
     const background = createSubagentTool(harness.service, { provider: forkLike.name, background: true });
