@@ -87,12 +87,15 @@ function delegationTool(config: SubagentDelegationToolConfig, inherits: boolean,
  * model to collect it with a tool it did not have). The rest of a copy made of it (`{ ...tool,
  * needsApproval }`) is kept. The same array when nothing changes. Throws `INVALID_CONFIG` naming
  * the tool and both providers for a tool made with `true` for a provider that does not inherit:
- * its model would be told the child sees a conversation it never gets.
+ * its model would be told the child sees a conversation it never gets; and, when `every` lists
+ * every provider there will ever be (the worker's own service), for a provider not among them,
+ * listing them: every call would fail `NO_PROVIDER`.
  */
 export function bindDelegationTools(
   owner: string,
   tools: readonly SubagentTool[],
   lookup: (name: string) => SubagentProviderDescriptor | undefined,
+  every?: readonly string[],
 ): readonly SubagentTool[] {
   const collectable = tools.some((tool) => tool.name === SUBAGENT_RESULT_TOOL_NAME);
   let changed = false;
@@ -100,6 +103,12 @@ export function bindDelegationTools(
     const config = (tool as Partial<DelegationTool>)[DELEGATION_CONFIG];
     if (!config) return tool;
     const target = lookup(config.provider);
+    if (!target && every) {
+      throw new SubagentError(
+        `provider "${owner}" has a delegation tool "${tool.name}" for provider "${config.provider}", which the worker's own service does not know, so every call would fail (it knows: ${every.map((name) => `"${name}"`).join(', ')}); host that provider in this worker, or pass a service that knows it as subagents`,
+        'INVALID_CONFIG',
+      );
+    }
     if (config.inheritsParentContext === true && target && !target.inheritsParentContext) {
       throw new SubagentError(
         `provider "${owner}" has a delegation tool "${tool.name}" made with inheritsParentContext: true, but provider "${config.provider}" does not inherit its parent's context: the model would be told its child sees this conversation, which it never does (omit the flag: the tool then follows the provider)`,

@@ -144,8 +144,8 @@ export function bundleSubagentWorkflows(options: { tracing?: boolean } = {}): Re
  * providers, a name that cannot name runs (`providerNameViolation`), two with one name, a tool
  * named like a reserved activity, two tools of one provider with one name, a tool whose
  * parameters cannot be sent as JSON, or a delegation tool made with `inheritsParentContext: true`
- * for a provider it knows does not inherit (`bindDelegationTools`). The caller runs and shuts them
- * down.
+ * for a provider it knows does not inherit, or, without `subagents`, for a provider it does not
+ * host (`bindDelegationTools`). The caller runs and shuts them down.
  */
 export async function createSubagentWorker(options: SubagentWorkerOptions): Promise<SubagentWorker> {
   const providers = new Map<string, SubagentHostedProvider>();
@@ -217,14 +217,13 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
   }
   // A delegation tool's wording (and whether it hands the run's completed turns down) follows the
   // provider it delegates to, as the service it delegates through knows it, else as hosted here.
+  // The worker's own service knows the hosted providers and no others, ever.
   const known = subagents;
+  const every = options.subagents ? undefined : [...providers.keys()];
   for (const provider of providers.values()) {
     if (provider.driver !== 'agent-loop') continue;
-    const tools = bindDelegationTools(
-      provider.name,
-      provider.tools,
-      (name) => known.getProvider(name) ?? providers.get(name),
-    );
+    const lookup = (name: string) => known.getProvider(name) ?? providers.get(name);
+    const tools = bindDelegationTools(provider.name, provider.tools, lookup, every);
     if (tools !== provider.tools) providers.set(provider.name, { ...provider, tools });
   }
   const cache = new RunContextCache(options.contextCacheSize);

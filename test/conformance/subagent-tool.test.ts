@@ -551,6 +551,31 @@ describe("the delegation tools' wording follows the provider", () => {
     },
   );
 
+  it("refuses a delegation tool for a provider the worker's own service does not know with INVALID_CONFIG listing those it knows (every call failed NO_PROVIDER)", async () => {
+    const name = uniqueName('lost-delegation');
+    const provider = createSpawnProvider({
+      name,
+      endpoint: { baseURL: harness.fake.baseURL, model: 'fake-model' },
+      tools: [createDelegationTool({ provider: 'nobody-hosts-this' })],
+    });
+    const outcome = await startWorker(harness.temporal, [provider]).then(
+      async (stop) => {
+        await stop();
+        return 'started';
+      },
+      (err: unknown) => err,
+    );
+    expect(outcome).toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringContaining(
+        `provider "${name}" has a delegation tool "subagent" for provider "nobody-hosts-this", which the worker's own service does not know, so every call would fail (it knows: "${name}")`,
+      ),
+    });
+    // With a service of its own, a provider may be registered with it later: the worker starts.
+    const stop = await startWorker(harness.temporal, [provider], { subagents: harness.service });
+    await stop();
+  });
+
   it("gives a delegation tool made without inheritsParentContext a fork's wording, and seeds the fork, when the worker knows the provider inherits (it told the model the fork does not see the conversation, and handed nothing down)", async () => {
     const asked: string[][] = [];
     const described: string[] = [];
