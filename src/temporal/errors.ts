@@ -116,9 +116,20 @@ export function isNotFound(err: unknown): boolean {
   return err instanceof WorkflowNotFoundError || grpcCodes(err).includes(GRPC_NOT_FOUND);
 }
 
-/** One of the server's limits (a rate limit, updates in flight per workflow) in the cause chain: a refusal, not an outage. */
+/**
+ * One of the server's limits (a rate limit, updates in flight per workflow, the signals one
+ * Temporal run takes) in the cause chain: a refusal, not an outage. The server answers a signal
+ * past `history.maximumSignalsPerExecution` (10,000 by default) with INVALID_ARGUMENT, "exceeded
+ * workflow execution limit for signal events", so its message is what tells that one apart.
+ */
 function limitIn(err: unknown): Error | undefined {
-  return causeChain(err).find((e) => (e as { code?: unknown }).code === GRPC_RESOURCE_EXHAUSTED);
+  return causeChain(err).find((e) => {
+    const { code } = e as { code?: unknown };
+    return (
+      code === GRPC_RESOURCE_EXHAUSTED ||
+      (code === GRPC_INVALID_ARGUMENT && /exceeded workflow execution limit/i.test(e.message))
+    );
+  });
 }
 
 /** Maps what the Temporal client throws onto the seam's typed errors. */
