@@ -77,6 +77,11 @@ export class RunHandle {
   private resumed = false;
   private disposed = false;
   private signalChain: Promise<void> = Promise.resolve();
+  /**
+   * The outage the messages on their way meet: since when the server has been unreachable, and
+   * when (and why) a message was last given up on for it. Cleared by a message that lands.
+   */
+  private outage: { since: number; gaveUpAt?: number; error?: unknown } | undefined;
   private disposing: Promise<void> | undefined;
 
   constructor(
@@ -301,22 +306,41 @@ export class RunHandle {
     }
     // Chained, so messages reach the workflow in the order they were sent; `dispose` waits for them.
     const id = randomUUID();
-    this.signalChain = this.signalChain.then(() => this.deliver(message, id));
+    const sentAt = Date.now();
+    this.signalChain = this.signalChain.then(() => this.deliver(message, id, sentAt));
   }
 
   /**
    * Signals one message, retrying while the server is unreachable. The workflow counts a message
    * once by its `id`, so a retry after a lost response doubles nothing. A message given up on (the
-   * run is gone, or the server stayed away past the reconnect window) is logged and reported
-   * through `subagent/message-undelivered`.
+   * run is gone, the server refused it, or the server stayed away past the reconnect window) is
+   * logged and reported through `subagent/message-undelivered`. The window is one for all the
+   * messages on their way: one sent while a message before it waited out the outage is given up on
+   * with it, at once, and one sent later has what is left of the window (one call, once it passed).
+   * So a thousand messages queued while the server is away are given up on within one window, not
+   * one after another, a window (and the client's own retries of the call) each.
    */
-  private async deliver(content: ContentBlock[], id: string): Promise<void> {
+  private async deliver(content: ContentBlock[], id: string, sentAt: number): Promise<void> {
     try {
       await this.started;
-      await this.ridingOutOutages(
-        () => this.handle.signal(sendMessageSignal, { content, id }),
-        (err) => err instanceof WorkflowNotFoundError,
-      );
+      const { outage } = this;
+      if (outage?.gaveUpAt !== undefined && sentAt <= outage.gaveUpAt) throw outage.error;
+      const { reconnectWindowMs } = this.context;
+      const windowMs =
+        outage === undefined ? reconnectWindowMs : Math.max(0, reconnectWindowMs - (Date.now() - outage.since));
+      try {
+        await ridingOutOutages(() => this.handle.signal(sendMessageSignal, { content, id }), {
+          windowMs,
+          isFinal: (err) => {
+            if (isUnreachable(err)) this.outage ??= { since: Date.now() };
+            return err instanceof WorkflowNotFoundError;
+          },
+        });
+        this.outage = undefined;
+      } catch (err) {
+        if (this.outage && isUnreachable(err)) Object.assign(this.outage, { gaveUpAt: Date.now(), error: err });
+        throw err;
+      }
     } catch (err) {
       const error = this.reportFailure('sendMessage', err);
       this.context.events.emitContained('subagent/message-undelivered', {
