@@ -231,6 +231,24 @@ describe('a run an operator reset more than once, or from an earlier run', () =>
     return { followed, done };
   }
 
+  /**
+   * The run's one turn told twice, once by the run a reset made (`made`), which the run was then
+   * disposed of in; its audit from the reset on says so. Resolves with the run's events.
+   */
+  async function expectToldAgain(runId: string, made: string): Promise<SubagentRunEvent[]> {
+    const { events } = await read(runId);
+    const once = ['turn-start', 'text', 'turn-end', 'settled'];
+    expect(events.map((event) => event.type)).toEqual([...once, ...once, 'closed']);
+    expect(await auditFromReset(runId)).toEqual([
+      ['reset', made],
+      ['turn', made],
+      ['result', made],
+      ['dispose', made],
+      ['close', made],
+    ]);
+    return events;
+  }
+
   /** The audit's records from the first reset on, with the Temporal run each came from. */
   async function auditFromReset(runId: string) {
     const drafts: AuditDraft[] = [];
@@ -285,19 +303,10 @@ describe('a run an operator reset more than once, or from an earlier run', () =>
     );
     await parkedIn(run.id, made);
     await run.dispose();
-    const { events } = await read(run.id);
-    const once = ['turn-start', 'text', 'turn-end', 'settled'];
-    expect(events.map((event) => event.type)).toEqual([...once, ...once, 'closed']);
+    const events = await expectToldAgain(run.id, made);
     expect(events.filter((event) => event.type === 'settled')).toEqual([
       expect.objectContaining({ segment: 0, result: expect.objectContaining({ stopReason: 'completed' }) }),
       expect.objectContaining({ segment: 0, result: expect.objectContaining({ stopReason: 'completed' }) }),
-    ]);
-    expect(await auditFromReset(run.id)).toEqual([
-      ['reset', made],
-      ['turn', made],
-      ['result', made],
-      ['dispose', made],
-      ['close', made],
     ]);
   });
 
@@ -310,16 +319,7 @@ describe('a run an operator reset more than once, or from an earlier run', () =>
     const made = await resetToOwnFirstTask(run.id, closed, 'take it up again', { withoutUpdates: true });
     await parkedIn(run.id, made);
     await runs.service.attach(run.id).dispose();
-    const { events } = await read(run.id);
-    const once = ['turn-start', 'text', 'turn-end', 'settled'];
-    expect(events.map((event) => event.type)).toEqual([...once, ...once, 'closed']);
-    expect(await auditFromReset(run.id)).toEqual([
-      ['reset', made],
-      ['turn', made],
-      ['result', made],
-      ['dispose', made],
-      ['close', made],
-    ]);
+    await expectToldAgain(run.id, made);
   });
 
   it('reads a run reset from the Temporal run before its continue-as-new on into the run the reset made (it ended at the termination of the run it continued as)', async () => {
