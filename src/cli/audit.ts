@@ -31,6 +31,7 @@ import {
 import { SIGNATURE_RECORD } from '../audit/chain';
 import { canonicalJson } from '../seam/json';
 import { CliError, EXIT, Flags, describeOrUnknown, out, withClient } from './common';
+import { print } from './output';
 
 export async function auditExport(flags: Flags, client: Client, id: string): Promise<number> {
   // A key that cannot sign is refused before anything is read or written.
@@ -46,8 +47,7 @@ export async function auditExport(flags: Flags, client: Client, id: string): Pro
   };
   const file = flags.values.out ? String(flags.values.out) : undefined;
   if (!file) {
-    // Left open: the CLI flushes stdout before it exits.
-    await pipeline(Readable.from(lines()), process.stdout, { end: false });
+    for await (const line of lines()) await print(line);
     return EXIT.ok;
   }
   await writeWhole(file, lines());

@@ -9,6 +9,7 @@ import { SubagentError } from '../seam/errors';
 import { ensureSearchAttributes } from '../temporal/search-attributes';
 import { auditExport, auditKeygen, auditVerify } from './audit';
 import { CliError, EXIT, Flags, need, out, withClient } from './common';
+import { ReaderGone, watchOutput } from './output';
 import { answerApproval, cancel, list, logs, resume, send, show, start } from './runs';
 
 const USAGE = `usage: subagents <command> [options]
@@ -157,11 +158,15 @@ const exit = async (code: number) => {
   process.exit(code);
 };
 
+// A reader that has gone is told to the next print, not thrown as an uncaught 'error' event.
+watchOutput(process.stdout);
+watchOutput(process.stderr);
 main(process.argv.slice(2)).then(
   (code) => exit(code),
   (thrown: unknown) => {
     // A run read without the keys its payloads were sealed with: say so, not the converter's words.
     const err = sealedWithoutCodec(thrown) ?? thrown;
+    if (err instanceof ReaderGone) return exit(err.exitCode);
     if (err instanceof CliError) {
       console.error(err.message);
       return exit(err.exitCode);

@@ -12,6 +12,7 @@ import { RUN_ID_PREFIX } from '../seam/constants';
 import { type ContentBlock, textContent, textOf } from '../seam/content';
 import type { SubagentResult, SubagentSpend } from '../seam/result';
 import { CliError, EXIT, Flags, describeOrUnknown, out, serviceFor, wholeNumberOption } from './common';
+import { ReaderGone, print } from './output';
 
 export async function start(flags: Flags, client: Client, provider: string, prompt: string): Promise<number> {
   const service = serviceFor(client, provider);
@@ -72,28 +73,40 @@ async function waitAndPrint(
   return settled.stopReason === 'completed' ? EXIT.ok : EXIT.notCompleted;
 }
 
-/** Prints the run's records on stderr as they happen; `finish` prints what the follower had not reached yet. */
+/**
+ * Prints the run's records on stderr as they happen, at the pace stderr takes them; `finish`
+ * prints what the follower had not reached yet. Once stderr's reader has gone, it prints no more
+ * (and reads no more), and the result is still printed on stdout.
+ */
 function followProgress(client: Client, runId: string): { finish(): Promise<void> } {
   const startedAt = Date.now();
   let printed = 0;
   let stopped = false;
-  const print = (record: Pick<AuditRecord, 'type' | 'data'>) => {
+  /** The follower's print under way: `finish` prints after it, never beside it. */
+  let printing = Promise.resolve();
+  const printRecord = async (record: Pick<AuditRecord, 'type' | 'data'>) => {
     const line = describeRecord(record, runId);
-    if (line) console.error(`  ${((Date.now() - startedAt) / 1000).toFixed(1).padStart(5)}s  ${line}`);
+    if (line) await print(`  ${((Date.now() - startedAt) / 1000).toFixed(1).padStart(5)}s  ${line}\n`, process.stderr);
   };
   void (async () => {
     for await (const record of auditDrafts(client, runId, true)) {
       if (stopped) return;
-      print(record);
       printed++;
+      printing = printRecord(record);
+      await printing;
     }
   })().catch(() => undefined);
   return {
     async finish() {
       stopped = true;
-      // Read again from the start, printing past what the follower printed: a record at a time.
-      let seen = 0;
-      for await (const record of auditDrafts(client, runId, false)) if (seen++ >= printed) print(record);
+      try {
+        await printing;
+        // Read again from the start, printing past what the follower printed: a record at a time.
+        let seen = 0;
+        for await (const record of auditDrafts(client, runId, false)) if (seen++ >= printed) await printRecord(record);
+      } catch (err) {
+        if (!(err instanceof ReaderGone)) throw err;
+      }
     },
   };
 }
@@ -114,7 +127,7 @@ export async function list(flags: Flags, client: Client): Promise<number> {
     if (listed.has(execution.workflowId) || !(await isCurrentRun(client, execution))) continue;
     listed.add(execution.workflowId);
     const attributes = execution.searchAttributes as Record<string, unknown[] | undefined>;
-    rows.push({
+    const row = {
       id: execution.workflowId,
       provider: attributes.SubagentProvider?.[0],
       status: attributes.SubagentStatus?.[0] ?? execution.status.name.toLowerCase(),
@@ -122,18 +135,18 @@ export async function list(flags: Flags, client: Client): Promise<number> {
       depth: attributes.SubagentDepth?.[0],
       parentRunId: attributes.SubagentParentRunId?.[0],
       started: execution.startTime.toISOString(),
-    });
-    if (rows.length >= limit) break;
-  }
-  if (flags.json) console.log(JSON.stringify(rows));
-  else if (rows.length === 0) console.log('no runs');
-  else {
-    for (const row of rows) {
-      console.log(
-        `${row.id}  ${row.provider ?? '?'}  ${row.status}${row.stopReason ? ` (${row.stopReason})` : ''}  depth ${row.depth ?? '?'}  ${row.started}`,
+    };
+    // A person's rows as they are found (a reader gone stops the listing); --json's array whole.
+    if (flags.json) rows.push(row);
+    else {
+      await print(
+        `${row.id}  ${row.provider ?? '?'}  ${row.status}${row.stopReason ? ` (${row.stopReason})` : ''}  depth ${row.depth ?? '?'}  ${row.started}\n`,
       );
     }
+    if (listed.size >= limit) break;
   }
+  if (flags.json) await print(`${JSON.stringify(rows)}\n`);
+  else if (listed.size === 0) await print('no runs\n');
   return EXIT.ok;
 }
 
@@ -337,9 +350,11 @@ export async function logs(flags: Flags, client: Client, id: string): Promise<nu
     throw new CliError('usage: subagents logs <id> [--follow|--no-follow], not both', EXIT.usage);
   }
   await describeOrUnknown(client.workflow.getHandle(id), id);
+  // A record at a time, at the pace stdout takes them: the history is read no further than printed.
   for await (const record of auditDrafts(client, id, !flags.values['no-follow'])) {
-    if (flags.json) console.log(JSON.stringify(record));
-    else console.log(`${record.time}  ${describeRecord(record, id) ?? record.type}`);
+    await print(
+      flags.json ? `${JSON.stringify(record)}\n` : `${record.time}  ${describeRecord(record, id) ?? record.type}\n`,
+    );
   }
   return EXIT.ok;
 }

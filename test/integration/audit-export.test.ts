@@ -1,22 +1,27 @@
 // The audit export of a long history, a record at a time: `streamAudit` yields what `exportAudit`
 // returns, each record sealed as the history is read; `subagents audit export` writes it out as it
 // comes and whole through a pipe, and `audit verify` reads a file bigger than its heap line by line.
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import {
   chmodSync,
+  closeSync,
+  constants,
   createWriteStream,
   lstatSync,
   mkdtempSync,
+  openSync,
   readdirSync,
   readFileSync,
   rmSync,
   statSync,
   symlinkSync,
 } from 'node:fs';
+import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { Client } from '@temporalio/client';
 import type { Payload, PayloadCodec } from '@temporalio/common';
@@ -32,7 +37,7 @@ import {
 } from '../../src/audit';
 import type { SubagentRunEvent } from '../../src';
 import { createScriptedProvider } from '../../src/testing';
-import { eventually, testRuns, text, uniqueName } from '../helpers/temporal';
+import { eventually, fixture, testRuns, text, uniqueName } from '../helpers/temporal';
 
 const scripted = createScriptedProvider({ name: uniqueName('audit-export') });
 const runs = testRuns([scripted]);
@@ -239,5 +244,215 @@ describe('subagents audit export and verify', () => {
     await pipeline(Readable.from(lines()), createWriteStream(file));
     const { stdout } = await cli(['audit', 'verify', file], ['--max-old-space-size=48']);
     expect(stdout).toContain('2001 records, chain intact');
+  });
+});
+
+describe("the CLI's output through a pipe whose reader is slow, or gone", () => {
+  const dirs: string[] = [];
+  /** CLI processes still to stop after the test (a failed one may be left running). */
+  const children: ReturnType<typeof spawn>[] = [];
+  afterEach(() => {
+    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    children.length = 0;
+  });
+  afterAll(() => {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /**
+   * A real pipe (a FIFO, as a shell's `|` makes): the fd to hand a process as its output, and the
+   * test's end, which reads nothing until the test asks it to (as `less` reads only a screenful).
+   */
+  const pipe = () => {
+    dirs.push(mkdtempSync(join(tmpdir(), 'subagent-cli-pipe-')));
+    const path = join(dirs.at(-1)!, 'fifo');
+    execFileSync('mkfifo', [path]);
+    const readEnd = new Socket({ fd: openSync(path, constants.O_RDONLY | constants.O_NONBLOCK), writable: false });
+    return { writeFd: openSync(path, constants.O_WRONLY), readEnd };
+  };
+  /** Everything a pipe's reader reads from now until the writer closes it. */
+  const readAll = (readEnd: Socket) =>
+    new Promise<string>((done) => {
+      let all = '';
+      readEnd.setEncoding('utf8').on('data', (chunk: string) => (all += chunk));
+      readEnd.resume();
+      readEnd.once('end', () => done(all));
+    });
+  type Stdio = Record<'stdout' | 'stderr', { buffered: number; highWaterMark: number; waitingForDrain: boolean }>;
+
+  /**
+   * The CLI as a process writing its stdout and stderr into pipes the test reads when it chooses,
+   * with test/fixtures/stdio-probe.ts loaded to say what the process holds unwritten.
+   */
+  function cliThroughPipes(args: string[]) {
+    const [stdout, stderr] = [pipe(), pipe()];
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', '--import', pathToFileURL(fixture('stdio-probe')).href, CLI, ...args],
+      {
+        env: { ...process.env, TEMPORAL_ADDRESS: runs.temporal.address, TEMPORAL_NAMESPACE: runs.temporal.namespace },
+        stdio: ['ignore', stdout.writeFd, stderr.writeFd, 'ipc'],
+      },
+    );
+    children.push(child);
+    closeSync(stdout.writeFd);
+    closeSync(stderr.writeFd);
+    const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+    // A question sent before the probe listens would be lost.
+    const ready = new Promise<void>((done) => child.once('message', () => done()));
+    return {
+      stdout: stdout.readEnd,
+      stderr: stderr.readEnd,
+      exited,
+      /** What its stdout and stderr hold unwritten now; rejects once it has exited. */
+      stdio: async () => {
+        await ready;
+        return new Promise<Stdio>((answer, reject) => {
+          if (child.exitCode !== null) return reject(new Error(`the CLI exited ${child.exitCode}`));
+          const exitedFirst = (code: number | null) => reject(new Error(`the CLI exited ${code}`));
+          child.once('exit', exitedFirst);
+          child.once('message', (message) => {
+            child.off('exit', exitedFirst);
+            answer(message as Stdio);
+          });
+          child.send('stdio?');
+        });
+      },
+    };
+  }
+
+  /** Far less than the history still to write: the pipe's 64 KB and its reader's 16 KB are the rest. */
+  const HOLDS_IT_ALL = 100_000;
+  /** A line of the long history, at most: a text delta of 3,000 characters, as JSON. */
+  const LONGEST_LINE = 4096;
+
+  it.each<[string, (id: string) => string[], (output: string) => void]>([
+    [
+      'logs --no-follow --json',
+      (id) => ['logs', id, '--no-follow', '--json'],
+      (output) =>
+        expect(
+          output
+            .trimEnd()
+            .split('\n')
+            .filter((line) => JSON.parse(line).type === 'text.delta'),
+        ).toHaveLength(120),
+    ],
+    [
+      'logs --no-follow',
+      (id) => ['logs', id, '--no-follow'],
+      (output) => expect(output.split('\n').filter((line) => line.includes('… '))).toHaveLength(120),
+    ],
+    [
+      'audit export',
+      (id) => ['audit', 'export', id],
+      (output) => {
+        const records = output
+          .trimEnd()
+          .split('\n')
+          .map((line) => JSON.parse(line) as AuditRecord);
+        expect(verifyAudit(records)).toMatchObject({ ok: true });
+      },
+    ],
+  ])(
+    'holds no more than its stdout takes while the reader of its pipe reads nothing, then writes the rest whole: %s (logs buffered the whole history)',
+    async (_command, args, whole) => {
+      const cli = cliThroughPipes(args(longRun));
+      const stderr = readAll(cli.stderr);
+      // Until it waits for the pipe to take more, or has shown it does not (by buffering past it).
+      const held = await eventually(async () => {
+        const { stdout } = await cli.stdio();
+        return stdout.waitingForDrain || stdout.buffered > HOLDS_IT_ALL ? stdout : undefined;
+      }, 60_000);
+      expect(held.buffered).toBeLessThan(held.highWaterMark + LONGEST_LINE);
+      expect(held.waitingForDrain).toBe(true);
+      const output = readAll(cli.stdout);
+      expect(await cli.exited).toBe(0);
+      whole(await output);
+      expect(await stderr).toBe('');
+    },
+  );
+
+  it("holds no more than its stderr takes while start --wait's progress is not read, and prints each record once (the progress buffered the whole history)", async () => {
+    const run = runs.service.start(scripted.name, { prompt: text('progress'), parent: { id: 'parent' } });
+    await run.result;
+    const handle = runs.temporal.client.workflow.getHandle(run.id);
+    for (let i = 0; i < 120; i++) await handle.signal('textDelta', { turn: 0, attempt: 1, text: `${i} ${DELTA}` });
+    const cli = cliThroughPipes(['resume', run.id, 'go on', '--wait']);
+    const stdout = readAll(cli.stdout);
+    const held = await eventually(async () => {
+      const { stderr } = await cli.stdio();
+      return stderr.waitingForDrain || stderr.buffered > HOLDS_IT_ALL ? stderr : undefined;
+    }, 60_000);
+    expect(held.buffered).toBeLessThan(held.highWaterMark + LONGEST_LINE);
+    expect(held.waitingForDrain).toBe(true);
+    const progress = await readAll(cli.stderr);
+    expect(await cli.exited).toBe(0);
+    expect(await stdout).toBe('completed: scripted reply to: go on\n');
+    const deltas = progress.split('\n').filter((line) => line.includes('… '));
+    expect(deltas.map((line) => Number(/… (\d+) /.exec(line)![1]))).toEqual(Array.from({ length: 120 }, (_, i) => i));
+    expect(progress).toMatch(/turn 1 completed/);
+    await run.dispose();
+  });
+
+  /** Reads up to its first line, then closes its end, as `head -1` does. */
+  const closeAfterFirstLine = (readEnd: Socket) =>
+    new Promise<string>((done) => {
+      let read = '';
+      readEnd.setEncoding('utf8').on('data', (chunk: string) => {
+        read += chunk;
+        if (!read.includes('\n')) return;
+        readEnd.destroy();
+        done(read.slice(0, read.indexOf('\n')));
+      });
+      readEnd.resume();
+    });
+
+  it.each<[string, (id: string) => string[]]>([
+    ['audit export', (id) => ['audit', 'export', id]],
+    ['logs --no-follow', (id) => ['logs', id, '--no-follow']],
+    ['logs --json', (id) => ['logs', id, '--json']],
+  ])(
+    'stops quietly, exit 0, when the reader of its pipe closes it after the first line: %s (audit export said "write EPIPE", exit 6; logs threw it, exit 1)',
+    async (_command, args) => {
+      const cli = cliThroughPipes(args(longRun));
+      const stderr = readAll(cli.stderr);
+      expect(await closeAfterFirstLine(cli.stdout)).toMatch(/^\S/);
+      expect(await cli.exited).toBe(0);
+      expect(await stderr).toBe('');
+    },
+  );
+
+  it.each<[string, (id: string) => string[]]>([
+    ['list', () => ['list']],
+    ['list --json', () => ['list', '--json']],
+    ['show', (id) => ['show', id]],
+    ['show --json', (id) => ['show', id, '--json']],
+  ])(
+    'exits quietly when the reader of its pipe has gone before it writes: %s (it threw "write EPIPE", exit 1)',
+    async (_command, args) => {
+      const cli = cliThroughPipes(args(longRun));
+      cli.stdout.destroy();
+      const stderr = readAll(cli.stderr);
+      expect(await cli.exited).toBe(0);
+      expect(await stderr).toBe('');
+    },
+  );
+
+  it('stops following a run at its next record once the reader of its pipe has gone: logs --follow (it threw "write EPIPE", exit 1)', async () => {
+    const run = runs.service.start(scripted.name, { prompt: text('followed'), parent: { id: 'parent' } });
+    await run.result;
+    const cli = cliThroughPipes(['logs', run.id, '--follow']);
+    const stderr = readAll(cli.stderr);
+    expect(await closeAfterFirstLine(cli.stdout)).toContain('started on');
+    // The history so far fitted in the pipe: the CLI is following the run, and learns the reader
+    // has gone when it writes the next record.
+    await runs.temporal.client.workflow
+      .getHandle(run.id)
+      .signal('sendMessage', { content: text('anyone there?'), id: 'm1' });
+    expect(await cli.exited).toBe(0);
+    expect(await stderr).toBe('');
+    expect((await runs.temporal.client.workflow.getHandle(run.id).describe()).status.name).toBe('RUNNING');
+    await run.dispose();
   });
 });
