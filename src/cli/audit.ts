@@ -31,7 +31,7 @@ import {
 import { SIGNATURE_RECORD } from '../audit/chain';
 import { canonicalJson } from '../seam/json';
 import { CliError, EXIT, Flags, describeOrUnknown, out, withClient } from './common';
-import { print } from './output';
+import { ReaderGone, print } from './output';
 
 export async function auditExport(flags: Flags, client: Client, id: string): Promise<number> {
   // A key that cannot sign is refused before anything is read or written.
@@ -65,7 +65,10 @@ export async function auditExport(flags: Flags, client: Client, id: string): Pro
 async function writeWhole(file: string, lines: AsyncIterable<string>): Promise<void> {
   const existing = statSync(file, { throwIfNoEntry: false });
   if (existing && !existing.isFile()) {
-    await pipeline(Readable.from(lines), createWriteStream(file));
+    // A FIFO's reader that has gone is one gone, as stdout's: the export stops quietly.
+    await pipeline(Readable.from(lines), createWriteStream(file)).catch((err: unknown) => {
+      throw (err as NodeJS.ErrnoException).code === 'EPIPE' ? new ReaderGone() : err;
+    });
     return;
   }
   const target = existing ? realpathSync(file) : file;

@@ -268,7 +268,7 @@ describe("the CLI's output through a pipe whose reader is slow, or gone", () => 
     const path = join(dirs.at(-1)!, 'fifo');
     execFileSync('mkfifo', [path]);
     const readEnd = new Socket({ fd: openSync(path, constants.O_RDONLY | constants.O_NONBLOCK), writable: false });
-    return { writeFd: openSync(path, constants.O_WRONLY), readEnd };
+    return { path, writeFd: openSync(path, constants.O_WRONLY), readEnd };
   };
   /** Everything a pipe's reader reads from now until the writer closes it. */
   const readAll = (readEnd: Socket) =>
@@ -422,6 +422,20 @@ describe("the CLI's output through a pipe whose reader is slow, or gone", () => 
       expect(await stderr).toBe('');
     },
   );
+
+  it('stops quietly, exit 0, when the reader of the FIFO it exports to with --out closes it after the first line (it said "write EPIPE", exit 6)', async () => {
+    const fifo = pipe();
+    try {
+      const cli = cliThroughPipes(['audit', 'export', longRun, '--out', fifo.path]);
+      const [stdout, stderr] = [readAll(cli.stdout), readAll(cli.stderr)];
+      expect(JSON.parse(await closeAfterFirstLine(fifo.readEnd))).toMatchObject({ type: 'audit.header' });
+      expect(await cli.exited).toBe(0);
+      expect({ stdout: await stdout, stderr: await stderr }).toEqual({ stdout: '', stderr: '' });
+    } finally {
+      // Held open so that the FIFO's reader saw no end before the CLI opened it.
+      closeSync(fifo.writeFd);
+    }
+  });
 
   it.each<[string, (id: string) => string[]]>([
     ['list', () => ['list']],
