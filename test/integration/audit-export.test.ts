@@ -1,6 +1,8 @@
 // The audit export of a long history, a record at a time: `streamAudit` yields what `exportAudit`
 // returns, each record sealed as the history is read; `subagents audit export` writes it out as it
 // comes and whole through a pipe, and `audit verify` reads a file bigger than its heap line by line.
+// The CLI's output of it into a real pipe: held at the pace a slow reader reads, and stopped
+// quietly when the reader closes the pipe early.
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import {
   chmodSync,
