@@ -149,7 +149,10 @@ function delegatingRun(
     signal,
     ...delegationOf(request, spent),
     ...(request.parent.cwd === undefined ? {} : { cwd: request.parent.cwd }),
-    events: sessionLogOf(completed),
+    // Made when read, which `keyedDelegation` does at a turn's first delegation: most delegate nothing.
+    get events() {
+      return sessionLogOf(completed);
+    },
   };
 }
 
