@@ -2,11 +2,14 @@
 // the configured server through a client connection; none loads the Temporal worker.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { type Client, type WorkflowExecutionInfo, WorkflowNotFoundError } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { decodeSearchAttributes } from '@temporalio/common/lib/converter/payload-search-attributes';
+import { temporal } from '@temporalio/proto';
 import { type SubagentRunStatus, sendMessageSignal, statusQuery } from '../../workflows/definitions';
 import { type AuditRecord, auditDrafts } from '../audit';
 import { approveRequest } from '../client/run-approvals';
 import { decodePayload } from '../temporal/run-history';
+import { isNotFound } from '../temporal/errors';
 import { runStarted } from '../client/run-handle';
 import { RUN_ID_PREFIX } from '../seam/constants';
 import { type ContentBlock, textContent, textOf } from '../seam/content';
@@ -122,19 +125,19 @@ export async function list(flags: Flags, client: Client): Promise<number> {
   const limit = wholeNumberOption(flags, 'limit', 1) ?? 50;
   const rows: Record<string, unknown>[] = [];
   const listed = new Set<string>();
-  for await (const execution of client.workflow.list({ query: clauses.join(' AND ') })) {
+  for await (const execution of listedRuns(client, clauses.join(' AND '))) {
     // Each run once, as its current Temporal run shows it: one a reset ended has its last status.
     if (listed.has(execution.workflowId) || !(await isCurrentRun(client, execution))) continue;
     listed.add(execution.workflowId);
-    const attributes = execution.searchAttributes as Record<string, unknown[] | undefined>;
+    const attributes = execution.searchAttributes;
     const row = {
       id: execution.workflowId,
       provider: attributes.SubagentProvider?.[0],
-      status: attributes.SubagentStatus?.[0] ?? execution.status.name.toLowerCase(),
+      status: attributes.SubagentStatus?.[0] ?? execution.status,
       stopReason: attributes.SubagentStopReason?.[0],
       depth: attributes.SubagentDepth?.[0],
       parentRunId: attributes.SubagentParentRunId?.[0],
-      started: execution.startTime.toISOString(),
+      started: execution.started,
     };
     // A person's rows as they are found (a reader gone stops the listing); --json's array whole.
     if (flags.json) rows.push(row);
@@ -150,13 +153,58 @@ export async function list(flags: Flags, client: Client): Promise<number> {
   return EXIT.ok;
 }
 
+/** One run as the visibility store lists it, read raw: nothing in it is decoded but its search attributes. */
+interface ListedRun {
+  workflowId: string;
+  runId: string;
+  /** `running`, `completed`, `terminated`, … */
+  status: string;
+  /** ISO 8601. */
+  started: string;
+  searchAttributes: Record<string, unknown[] | undefined>;
+}
+
+/**
+ * The runs `query` lists, page after page. Read raw, not through `client.workflow.list`, which
+ * decodes every run's memo: one sealed by the payload codec failed the whole listing of a client
+ * without the keys, though a listing shows only what the server holds in the clear.
+ */
+async function* listedRuns(client: Client, query: string): AsyncGenerator<ListedRun> {
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const page = await client.workflowService.listWorkflowExecutions({
+      namespace: client.options.namespace,
+      query,
+      ...(nextPageToken ? { nextPageToken } : {}),
+    });
+    for (const info of page.executions ?? []) {
+      const at = info.startTime;
+      yield {
+        workflowId: info.execution?.workflowId ?? '',
+        runId: info.execution?.runId ?? '',
+        status: WORKFLOW_STATUS[info.status ?? 0]?.replace('WORKFLOW_EXECUTION_STATUS_', '').toLowerCase() ?? '',
+        started: at ? new Date(Number(at.seconds ?? 0) * 1000 + Math.floor((at.nanos ?? 0) / 1e6)).toISOString() : '',
+        searchAttributes: decodeSearchAttributes(info.searchAttributes?.indexedFields) as ListedRun['searchAttributes'],
+      };
+    }
+    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+  } while (nextPageToken);
+}
+
+const WORKFLOW_STATUS = temporal.api.enums.v1.WorkflowExecutionStatus;
+
 /** Whether `execution` is its workflow's current run: a closed one may have been reset since. */
-async function isCurrentRun(client: Client, execution: WorkflowExecutionInfo): Promise<boolean> {
-  if (execution.status.name === 'RUNNING') return true;
+async function isCurrentRun(client: Client, execution: ListedRun): Promise<boolean> {
+  if (execution.status === 'running') return true;
   try {
-    return (await client.workflow.getHandle(execution.workflowId).describe()).runId === execution.runId;
+    // The raw description: it decodes nothing, so a run whose memo is sealed lists without its keys.
+    const { workflowExecutionInfo } = await client.workflowService.describeWorkflowExecution({
+      namespace: client.options.namespace,
+      execution: { workflowId: execution.workflowId },
+    });
+    return workflowExecutionInfo?.execution?.runId === execution.runId;
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return false;
+    if (isNotFound(err)) return false;
     throw err;
   }
 }

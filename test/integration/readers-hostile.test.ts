@@ -460,4 +460,14 @@ describe('a run whose payloads are encrypted, read without the keys', () => {
       await run.dispose();
     }
   });
+
+  it('lists a closed sealed run without its keys, from what the server shows in the clear (the listing decoded every run’s memo: exit 6)', async () => {
+    const owner = newService(sealed);
+    owner.registerProvider(sealing);
+    const run = owner.start(sealing.name, { prompt: text('hello'), parent: { id: 'parent' } });
+    await run.result;
+    await run.dispose();
+    const { stdout } = await cli(plain, ['list', '--provider', sealing.name, '--json']);
+    expect(JSON.parse(stdout)).toContainEqual(expect.objectContaining({ id: run.id, status: 'closed' }));
+  });
 });
