@@ -260,8 +260,8 @@ async function indexedChildren(client: Client, id: string): Promise<string[]> {
   const children: { id: string; started: number }[] = [];
   try {
     const query = `WorkflowType = 'subagentRunWorkflow' AND SubagentParentRunId = ${quote(id)}`;
-    for await (const execution of client.workflow.list({ query })) {
-      children.push({ id: execution.workflowId, started: execution.startTime.getTime() });
+    for await (const execution of listedRuns(client, query)) {
+      children.push({ id: execution.workflowId, started: Date.parse(execution.started) });
     }
   } catch {
     return [];

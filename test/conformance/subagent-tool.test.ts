@@ -39,6 +39,17 @@ import {
   uniqueName,
 } from '../helpers/temporal';
 
+/** 'started' for a worker of `providers` that starts (it is stopped again), else what its creation threw. */
+function workerOutcome(providers: Parameters<typeof startWorker>[1], options?: Parameters<typeof startWorker>[2]) {
+  return startWorker(harness.temporal, providers, options).then(
+    async (stop) => {
+      await stop();
+      return 'started';
+    },
+    (err: unknown) => err,
+  );
+}
+
 const events: ScriptedTurnEvent[] = [];
 const scripted = createScriptedProvider({ name: uniqueName('tool-child'), observer: (event) => events.push(event) });
 const forkLike = createScriptedProvider({ name: uniqueName('tool-fork'), inheritsParentContext: true });
@@ -535,13 +546,7 @@ describe("the delegation tools' wording follows the provider", () => {
         endpoint: { baseURL: harness.fake.baseURL, model: 'fake-model' },
         tools: [createDelegationTool({ provider: target(name), name: 'subagent_fork', inheritsParentContext: true })],
       });
-      const outcome = await startWorker(harness.temporal, [provider], options()).then(
-        async (stop) => {
-          await stop();
-          return 'started';
-        },
-        (err: unknown) => err,
-      );
+      const outcome = await workerOutcome([provider], options());
       expect(outcome).toMatchObject({
         code: 'INVALID_CONFIG',
         message: expect.stringContaining(
@@ -558,13 +563,7 @@ describe("the delegation tools' wording follows the provider", () => {
       endpoint: { baseURL: harness.fake.baseURL, model: 'fake-model' },
       tools: [createDelegationTool({ provider: 'nobody-hosts-this' })],
     });
-    const outcome = await startWorker(harness.temporal, [provider]).then(
-      async (stop) => {
-        await stop();
-        return 'started';
-      },
-      (err: unknown) => err,
-    );
+    const outcome = await workerOutcome([provider]);
     expect(outcome).toMatchObject({
       code: 'INVALID_CONFIG',
       message: expect.stringContaining(
