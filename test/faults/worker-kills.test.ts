@@ -105,22 +105,10 @@ it('completes 50 concurrent runs through three SIGKILLs of their worker, each me
       return undefined; // no worker answers while the only one is being replaced
     }
   };
-  const steering = Promise.all(
-    runs.map(async (run) => {
-      for (const [turn, message] of MESSAGES.entries()) {
-        await log.turnStarted(run.id, turn);
-        await sleep(Math.random() * 300); // a random moment of the turn
-        run.sendMessage!(text(message));
-        await eventually(async () => ((await pendingOf(run)) === 1 ? true : undefined), 60_000);
-        gates.open(run.id, turn);
-      }
-      await log.turnStarted(run.id, MESSAGES.length);
-      gates.open(run.id, MESSAGES.length);
-    }),
-  );
   // Three SIGKILLs at random moments, each while the worker holds turns in flight and, from the
   // second on, once it has redone a turn the kill before it interrupted: so each kill's turns are
-  // redone by the worker after it, whatever the load does to the timing.
+  // redone by the worker after it, whatever the load does to the timing. The runs' last turns wait
+  // for the third kill, so there are turns in flight for each kill however fast the runs go.
   const kills = (async () => {
     for (let kill = 0; kill < 3; kill++) {
       await sleep(800 + Math.random() * 1500);
@@ -131,6 +119,20 @@ it('completes 50 concurrent runs through three SIGKILLs of their worker, each me
       workers.push(current);
     }
   })();
+  const steering = Promise.all(
+    runs.map(async (run) => {
+      for (const [turn, message] of MESSAGES.entries()) {
+        await log.turnStarted(run.id, turn);
+        await sleep(Math.random() * 300); // a random moment of the turn
+        run.sendMessage!(text(message));
+        await eventually(async () => ((await pendingOf(run)) === 1 ? true : undefined), 60_000);
+        gates.open(run.id, turn);
+      }
+      await log.turnStarted(run.id, MESSAGES.length);
+      await kills.catch(() => undefined); // a failed kill fails the test below, not by a timeout
+      gates.open(run.id, MESSAGES.length);
+    }),
+  );
 
   const results = await Promise.all(runs.map((run) => run.result)).finally(() => log.close());
   await Promise.all([steering, kills]);
