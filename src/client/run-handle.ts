@@ -55,11 +55,18 @@ export interface RunHandleInit {
    * Creates the segment on the server (start workflow, or resume update), within the start
    * deadline. Called one microtask after the handle exists, so a `cancel()` or `dispose()` in the
    * same tick as `start()` reaches it as `stopAtStart`. Resolves with whether the segment began
-   * so stopped; false when the call joined a run that already existed (a keyed start).
+   * so stopped (false when the call joined a run that already existed: a keyed start), and the
+   * Temporal run it started, if it started one.
    */
-  begin?: (stopAtStart: StopAtStart | undefined) => Promise<boolean>;
+  begin?: (stopAtStart: StopAtStart | undefined) => Promise<Begun>;
   /** Emit `subagent/start` and `subagent/end` for this segment (not for attached runs). */
   emitEvents: boolean;
+}
+
+/** What `begin()` did: whether the segment began as asked, and the Temporal run a start made. */
+export interface Begun {
+  applied: boolean;
+  temporalRunId?: string;
 }
 
 type RunWorkflowHandle = WorkflowHandle<typeof subagentRunWorkflow>;
@@ -83,6 +90,8 @@ export class RunHandle {
    */
   private outage: { since: number; gaveUpAt?: number; error?: unknown } | undefined;
   private disposing: Promise<void> | undefined;
+  /** The Temporal run this handle's start made: the watch of its result reads it without asking which. */
+  private temporalRunId: string | undefined;
 
   constructor(
     private readonly context: RunHandleContext,
@@ -96,7 +105,8 @@ export class RunHandle {
       ? Promise.resolve().then(async () => {
           this.begun = true;
           const stopAtStart = this.stopAtStart;
-          const applied = await begin(stopAtStart);
+          const { applied, temporalRunId } = await begin(stopAtStart);
+          this.temporalRunId = temporalRunId;
           // A keyed start that joined a running run could not start it cancelled: cancel it now.
           if (!applied && stopAtStart === 'cancelled') this.requestCancel();
         })
@@ -193,7 +203,11 @@ export class RunHandle {
     try {
       // A provider that cannot resume closes the run as its segment settles: its close is the answer.
       const closesOnSettle = !this.init.resumable;
-      return await segmentOutcome(client, this.init.runId, this.segment, { reconnectWindowMs, closesOnSettle });
+      return await segmentOutcome(client, this.init.runId, this.segment, {
+        reconnectWindowMs,
+        closesOnSettle,
+        temporalRunId: this.temporalRunId,
+      });
     } catch (err) {
       if (err instanceof OutcomeQueryMissing) return this.outcomeByUpdate();
       throw err;
@@ -391,6 +405,7 @@ export class RunHandle {
             ),
           );
           this.wake();
+          return { applied: true };
         } catch (err) {
           // NotFound also means closed (its window passed since this handle looked): not resumable.
           if (err instanceof WorkflowNotFoundError && (await workflowExists(this.handle))) {
@@ -400,7 +415,6 @@ export class RunHandle {
           }
           throw err;
         }
-        return true;
       },
       emitEvents: true,
     });

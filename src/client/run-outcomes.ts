@@ -73,14 +73,21 @@ export function segmentOutcome(
     reconnectWindowMs,
     ask = false,
     closesOnSettle = false,
-  }: { reconnectWindowMs: number; ask?: boolean; closesOnSettle?: boolean },
+    temporalRunId,
+  }: {
+    reconnectWindowMs: number;
+    ask?: boolean;
+    closesOnSettle?: boolean;
+    /** The workflow's current Temporal run, when the caller knows it (it just started it). */
+    temporalRunId?: string | undefined;
+  },
 ): Promise<ObservedOutcome> {
   let watches = byClient.get(client);
   if (!watches) byClient.set(client, (watches = new Map()));
   let watch = watches.get(runId);
   if (!watch) {
     const idle = () => watches.delete(runId);
-    watch = new RunWatch(client, runId, idle, closesOnSettle);
+    watch = new RunWatch(client, runId, idle, closesOnSettle, temporalRunId);
     watches.set(runId, watch);
   }
   return watch.wait(segment, reconnectWindowMs, ask);
@@ -108,6 +115,8 @@ class RunWatch {
      * waits for the close event alone, one long poll for the run's whole life (as `result()` does).
      */
     private readonly closesOnSettle: boolean,
+    /** The Temporal run to read first, if known; otherwise the watch asks the server (a describe). */
+    private readonly temporalRunId: string | undefined,
   ) {
     this.handle = client.workflow.getHandle(runId);
   }
@@ -126,7 +135,10 @@ class RunWatch {
   /** Long-polls the history for new events, run after run, until no waiter is left. */
   private async follow(): Promise<void> {
     const { namespace } = this.client.options;
-    let execution: { workflowId: string; runId?: string } = { workflowId: this.runId };
+    let execution: { workflowId: string; runId?: string } = {
+      workflowId: this.runId,
+      ...(this.temporalRunId ? { runId: this.temporalRunId } : {}),
+    };
     let nextPageToken: Uint8Array | undefined;
     let view: SegmentOutcomeReply | undefined;
     let unreachableSince: number | undefined;
@@ -138,8 +150,9 @@ class RunWatch {
       const firstPage = nextPageToken === undefined;
       const polledAt = Date.now();
       try {
-        // The run read is named: a reset that ends it is followed from it (`read`). A run that
-        // closes as it settles needs no name, nor the describe: its close answers wherever it comes.
+        // The run read is named (the one the caller's start made, or the current one a describe
+        // finds): a reset that ends it is followed from it (`read`). A run that closes as it settles
+        // needs no describe: its close answers wherever it comes.
         if (!this.closesOnSettle) execution.runId ??= await this.currentRunId();
         const response = await this.client.connection.withAbortSignal(this.stop.signal, () =>
           this.client.workflowService.getWorkflowExecutionHistory({

@@ -40,7 +40,7 @@ import type {
 import type { ResolvedSubagentRequest, SubagentStartRequest } from '../seam/request';
 import type { SubagentLogger, SubagentRun } from '../seam/run';
 import { SubagentEventListener, SubagentEventName, SubagentEvents } from './events';
-import { RunHandle, RunHandleContext, StopAtStart, withinDeadline } from './run-handle';
+import { type Begun, RunHandle, RunHandleContext, StopAtStart, withinDeadline } from './run-handle';
 import { resolveRunSettings } from './run-settings';
 import { assertPayloadWithin, readCallerInput, resolveStartRequest } from './validate';
 import { DEFAULT_RECONNECT_WINDOW_MS, unknownSearchAttribute } from '../temporal/errors';
@@ -217,7 +217,7 @@ export class TemporalSubagentService {
         : [{ key: PARENT_RUN_ATTRIBUTE, value: input.request.parent.runId }]),
       { key: ROOT_RUN_ATTRIBUTE, value: input.request.parent.rootRunId ?? input.request.parent.runId ?? runId },
     ];
-    const indexed = (start: (extra: { typedSearchAttributes?: SearchAttributePair[] }) => Promise<unknown>) =>
+    const indexed = <T>(start: (extra: { typedSearchAttributes?: SearchAttributePair[] }) => Promise<T>) =>
       this.indexedStart(attributes, start);
     const startOptions = (stopAtStart: StopAtStart | undefined) => ({
       workflowId: runId,
@@ -248,8 +248,8 @@ export class TemporalSubagentService {
       (this.options.client.connection as InternalConnectionLike)[InternalConnectionLikeSymbol]?.supportsEagerStart ===
       true;
 
-    async function startFresh(stopAtStart: StopAtStart | undefined): Promise<boolean> {
-      await indexed((extra) =>
+    async function startFresh(stopAtStart: StopAtStart | undefined): Promise<Begun> {
+      const started = await indexed((extra) =>
         withinDeadline(context, () =>
           workflow.start<typeof subagentRunWorkflow>(SUBAGENT_RUN_WORKFLOW, {
             ...startOptions(stopAtStart),
@@ -259,14 +259,14 @@ export class TemporalSubagentService {
           }),
         ),
       );
-      return true;
+      return { applied: true, temporalRunId: started.firstExecutionRunId };
     }
 
     /**
      * Starts or joins the keyed run, then checks it was started for this very request. Resolves
      * false: a joined run did not begin with `stopAtStart` (the handle cancels it instead).
      */
-    async function startKeyed(stopAtStart: StopAtStart | undefined): Promise<boolean> {
+    async function startKeyed(stopAtStart: StopAtStart | undefined): Promise<Begun> {
       const fingerprint = sha256(canonicalJson({ provider: name, request: input.request }));
       try {
         await indexed((extra) =>
@@ -291,7 +291,7 @@ export class TemporalSubagentService {
           'IDEMPOTENCY_CONFLICT',
         );
       }
-      return false;
+      return { applied: false };
     }
     if (signal?.aborted) handle.run.cancel('subagent cancelled');
     else if (signal) {
@@ -306,16 +306,13 @@ export class TemporalSubagentService {
    * (a cluster where `subagents setup` never ran) refuses the start; then this service warns once
    * and starts runs without them, which the workflow notices and keeps none up to date.
    */
-  private async indexedStart(
+  private async indexedStart<T>(
     attributes: SearchAttributePair[],
-    start: (extra: { typedSearchAttributes?: SearchAttributePair[] }) => Promise<unknown>,
-  ): Promise<void> {
-    if (!this.indexing) {
-      await start({});
-      return;
-    }
+    start: (extra: { typedSearchAttributes?: SearchAttributePair[] }) => Promise<T>,
+  ): Promise<T> {
+    if (!this.indexing) return start({});
     try {
-      await start({ typedSearchAttributes: attributes });
+      return await start({ typedSearchAttributes: attributes });
     } catch (err) {
       const reason = unknownSearchAttribute(err);
       if (reason === undefined) throw err;
@@ -323,7 +320,7 @@ export class TemporalSubagentService {
       this.context.logger.warn(
         `subagent: the Temporal namespace does not know the subagent search attributes, so runs start without them (\`subagents setup\` registers them): ${reason}`,
       );
-      await start({});
+      return start({});
     }
   }
 
