@@ -8,8 +8,8 @@
 // hits both sides alike, and reported as its median with the spread (min-max) over the rounds.
 // `--quick` runs 5 rounds (7 in the full run) with fewer samples in each; `--json` ends with one
 // JSON line of every figure; `--cluster` runs against the multi-service cluster (`npm run cluster
-// -- start`); `--observers`, `--long-turn`, `--memory`, `--stream` and `--recovery` run figure 8, 9,
-// 6, 11 or 7 alone.
+// -- start`); `--observers`, `--long-turn`, `--memory`, `--stream`, `--recovery` and `--requests`
+// run figure 8, 9, 6, 11, 7 or 12 alone.
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -21,7 +21,14 @@ import { temporal as proto } from '@temporalio/proto';
 import { Worker, DefaultLogger, Runtime, bundleWorkflowCode } from '@temporalio/worker';
 import { type SubagentTurnProvider, TemporalSubagentService } from '../src';
 import { type FakeChatRequest, spawnWorkerProcess, startFakeOpenAI, textReply, toolCallReply } from '../src/testing';
-import { bundleSubagentWorkflows, connectTemporal, createSpawnProvider, createSubagentWorker } from '../src/worker';
+import {
+  type TemporalEnvironment,
+  bundleSubagentWorkflows,
+  connectTemporal,
+  createSpawnProvider,
+  createSubagentWorker,
+  freePort,
+} from '../src/worker';
 import { resolveRunSettings } from '../src/client/run-settings';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../src/seam/constants';
 import { turnActivityOptions } from '../workflows/definitions';
@@ -30,6 +37,7 @@ import { type LoopProcess, startOurs, startPeer } from './loop-process';
 import { type Spread, describeSpread, percentiles, round, spread } from './stats';
 import { bareParked, resumeParkedUpdate, wakeParkedUpdate } from './baseline-workflows';
 import { toolLoop } from './tool-loop';
+import { type RequestsPerDelegation, markedReading, perDelegation } from './rpcs';
 
 const flag = (name: string) => process.argv.includes(`--${name}`);
 const quick = flag('quick');
@@ -41,6 +49,8 @@ const STEP_COUNTS = [5, 20, 50];
 /** Figure 11: tokens per streamed answer, and the fake model's pace. */
 const STREAM_TOKENS = 200;
 const STREAM_TOKEN_MS = 10;
+/** Figure 12: delegations of each kind and side, 10 at a time, between two readings of the server's counters. */
+const REQUEST_BLOCK = 200;
 const HEARTBEAT_TIMEOUT_S = 5;
 /** Figure 6: a batch of runs that has not parked by then has stalled. */
 const PARK_DEADLINE_MS = 180_000;
@@ -117,14 +127,23 @@ async function inTurn<T>(oursFirst: boolean, ours: () => Promise<T>, theirs: () 
   return [await ours(), first];
 }
 
-/** The server to measure on: the embedded default in memory, or with `--cluster` the running cluster. */
-async function connect(payloads: string) {
+/**
+ * The server to measure on: the embedded default in memory, serving its metrics (figure 12), or
+ * with `--cluster` the running cluster.
+ */
+async function connect(payloads: string): Promise<{ temporal: TemporalEnvironment; metricsUrl?: string }> {
   const env: Record<string, string> = { SUBAGENT_PAYLOAD_STORE: `file:${payloads}` };
-  if (!flag('cluster')) return connectTemporal({ env, devServer: { dbFilename: undefined } });
+  if (!flag('cluster')) {
+    const metricsPort = await freePort();
+    return {
+      temporal: await connectTemporal({ env, devServer: { dbFilename: undefined, metricsPort } }),
+      metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
+    };
+  }
   const state = resolve(__dirname, '..', '.data', 'cluster', 'cluster.json');
   if (!existsSync(state)) throw new Error('--cluster: no cluster here; start one with `npm run cluster -- start`');
   const { address } = JSON.parse(readFileSync(state, 'utf8')) as { address: string };
-  return connectTemporal({ env: { ...env, TEMPORAL_ADDRESS: address } });
+  return { temporal: await connectTemporal({ env: { ...env, TEMPORAL_ADDRESS: address } }) };
 }
 
 async function main(): Promise<void> {
@@ -132,7 +151,7 @@ async function main(): Promise<void> {
   // Payloads over 32 KiB are offloaded to files, as with the embedded default (a directory of the
   // run's own, which figure 10's process names too: every worker of a namespace names one store).
   const payloads = mkdtempSync(join(tmpdir(), 'subagent-bench-payloads-'));
-  const temporal = await connect(payloads);
+  const { temporal, metricsUrl } = await connect(payloads);
   // Stopped by a signal sent to the bench alone (not its process group), it stops its server,
   // then kills the worker and loop processes it spawned, which would otherwise outlive it. A signal
   // that comes meanwhile (tsx relays the one its wrapper got) waits for that too.
@@ -222,6 +241,7 @@ async function main(): Promise<void> {
   else if (flag('observers')) await both(() => observers(temporal.address, serverPid, service, timing, results, quick));
   else if (flag('memory')) await memory(temporal.address, service);
   else if (flag('recovery')) await recovery(temporal.address, service);
+  else if (flag('requests')) await both(async () => (results.requests = await bench.requests(metricsUrl)));
   else if (flag('stream')) {
     await both(async () => (results.stream = await bench.stream(spawnProvider.name, unstreamed.name)));
   } else {
@@ -238,6 +258,7 @@ async function main(): Promise<void> {
     try {
       await both(async () => {
         await bench.rounds({ ours, peer });
+        results.requests = await bench.requests(metricsUrl);
         results.stream = await bench.stream(spawnProvider.name, unstreamed.name);
         await bench.historyPerCall(spawnProvider.name, bigOutputs.name);
         // 9. One turn of 1,000 model calls reading 200 KiB each (the full run only).
@@ -369,12 +390,12 @@ class Bench {
     return performance.now() - started;
   }
 
-  /** Completions per second of `total` calls of `one`, 100 at a time. */
-  async throughput(total: number, one: () => Promise<unknown>): Promise<number> {
+  /** Completions per second of `total` calls of `one`, `concurrency` at a time. */
+  async throughput(total: number, one: () => Promise<unknown>, concurrency = 100): Promise<number> {
     let next = 0;
     const started = performance.now();
     await Promise.all(
-      Array.from({ length: 100 }, async () => {
+      Array.from({ length: concurrency }, async () => {
         while (next++ < total) await one();
       }),
     );
@@ -402,6 +423,47 @@ class Bench {
     await resumed.result;
     await resumed.dispose();
     return { steering, resume };
+  }
+
+  /**
+   * 12. The requests a delegation costs the server, against the bare workflow's: a closing
+   * delegation (figure 2's) and a parked one (figure 1's, disposed; the bare parked workflow is
+   * terminated), each side in a block of its own. Undefined on a server whose metrics the bench
+   * cannot read (the cluster).
+   */
+  async requests(metricsUrl: string | undefined) {
+    if (metricsUrl === undefined) return undefined;
+    const reading = () =>
+      markedReading(metricsUrl, this.namespace, () =>
+        this.client.workflowService.describeNamespace({ namespace: this.namespace }),
+      );
+    const block = async (one: () => Promise<unknown>): Promise<RequestsPerDelegation> => {
+      const before = await reading();
+      await this.throughput(REQUEST_BLOCK, one, 10);
+      return perDelegation(before, await reading(), REQUEST_BLOCK);
+    };
+    const figure = {
+      closing: {
+        ours: await block(() => this.facadeOnce('noop-closing')),
+        bare: await block(() => this.baselineOnce()),
+      },
+      parked: { ours: await block(() => this.facadeOnce()), bare: await block(() => this.parkedLatencyOnce()) },
+    };
+    log(`12. Requests per delegation, by the server's counters, ${REQUEST_BLOCK} of each, 10 at a time:`);
+    for (const [kind, { ours, bare }] of Object.entries(figure)) {
+      log(
+        `   ${kind.padEnd(7)} frontend: ours ${ours.frontend}, bare ${bare.frontend}   ` +
+          `all services: ours ${ours.all_services}, bare ${bare.all_services}`,
+      );
+      for (const operation of new Set([
+        ...Object.keys(ours.frontend_by_operation),
+        ...Object.keys(bare.frontend_by_operation),
+      ])) {
+        const [a = 0, b = 0] = [ours.frontend_by_operation[operation], bare.frontend_by_operation[operation]];
+        log(`     ${operation.padEnd(40)} ${String(a).padStart(5)} ${String(b).padStart(5)}`);
+      }
+    }
+    return figure;
   }
 
   /** An LLM child whose one turn makes `calls` model calls (all but the last asking for `tool`); its history in all its runs. */
