@@ -455,12 +455,10 @@ class Bench {
         `   ${kind.padEnd(7)} frontend: ours ${ours.frontend}, bare ${bare.frontend}   ` +
           `all services: ours ${ours.all_services}, bare ${bare.all_services}`,
       );
-      for (const operation of new Set([
-        ...Object.keys(ours.frontend_by_operation),
-        ...Object.keys(bare.frontend_by_operation),
-      ])) {
-        const [a = 0, b = 0] = [ours.frontend_by_operation[operation], bare.frontend_by_operation[operation]];
-        log(`     ${operation.padEnd(40)} ${String(a).padStart(5)} ${String(b).padStart(5)}`);
+      const operations = new Set([...Object.keys(ours.by_operation), ...Object.keys(bare.by_operation)]);
+      for (const operation of [...operations].filter((key) => key.startsWith('frontend/'))) {
+        const [a = 0, b = 0] = [ours.by_operation[operation], bare.by_operation[operation]];
+        log(`     ${operation.slice('frontend/'.length).padEnd(40)} ${String(a).padStart(5)} ${String(b).padStart(5)}`);
       }
     }
     return figure;

@@ -11,8 +11,8 @@ export type RequestCounts = Record<string, number>;
 export interface RequestsPerDelegation {
   /** Every request the frontend answered (the clients' and workers' calls), per delegation. */
   frontend: number;
-  /** The same, by operation (only those with at least 0.05 per delegation). */
-  frontend_by_operation: Record<string, number>;
+  /** Each service's requests by operation, as `service/Operation` (those with at least 0.05 per delegation). */
+  by_operation: RequestCounts;
   /** The requests each service answered, per delegation. */
   by_service: Record<string, number>;
   /** The requests all services answered, per delegation: the frontend's and the server's own. */
@@ -78,16 +78,15 @@ export function perDelegation(before: RequestCounts, after: RequestCounts, count
   let all = 0;
   for (const [key, total] of Object.entries(after)) {
     const each = (total - (before[key] ?? 0)) / count;
-    const [service, operation] = key.split('/');
+    const [service] = key.split('/');
     byService[service!] = (byService[service!] ?? 0) + each;
     all += each;
-    if (service !== 'frontend') continue;
-    frontend += each;
-    if (each >= 0.05) byOperation[operation!] = tenths(each);
+    if (each >= 0.05) byOperation[key] = tenths(each);
+    if (service === 'frontend') frontend += each;
   }
   return {
     frontend: tenths(frontend),
-    frontend_by_operation: byOperation,
+    by_operation: byOperation,
     by_service: Object.fromEntries(Object.entries(byService).map(([service, each]) => [service, tenths(each)])),
     all_services: tenths(all),
   };

@@ -27,7 +27,11 @@ describe('requests per delegation', () => {
     const after = countRequests(exposition(203, 407), 'default');
     expect(perDelegation(before, after, 200)).toEqual({
       frontend: 3,
-      frontend_by_operation: { StartWorkflowExecution: 1, PollWorkflowTaskQueue: 2 },
+      by_operation: {
+        'frontend/StartWorkflowExecution': 1,
+        'frontend/PollWorkflowTaskQueue': 2,
+        'matching/PollWorkflowTaskQueue': 2,
+      },
       by_service: { frontend: 3, matching: 2 },
       all_services: 5,
     });
