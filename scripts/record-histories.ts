@@ -24,7 +24,8 @@
 // client may send and ours refuses: a run whose parent's id has a lone surrogate fails at once, and
 // a parked run ignores a `childStarted` signal naming such an id, then is disposed; v16 (`v16
 // malformed-message`) a parked run drops a `sendMessage` signal whose content is not content, then
-// is disposed.
+// is disposed; v17 (`v17 foreign-child`) a parked run ignores a `childStarted` signal naming a
+// workflow whose id is not a run's, then is disposed (it cancels nothing).
 // The token limiter's workflow has versions of its own: v1 (`v1 limiter-continued limiter-ended`,
 // files `token-limiter-v1-*.json`) reservations that wait, a charge, a continue-as-new, and the end;
 // v2 (`v2 limiter-malformed`) the last run of such a limiter ignoring a raw client's charges of null
@@ -295,6 +296,10 @@ async function main(): Promise<void> {
       .getHandle(malformedMessage.id)
       .signal(sendMessageSignal, { content: 'not content' } as never);
     await malformedMessage.dispose();
+    const foreignChild = service.start('scripted', { prompt: text('park'), parent: { id: 'recorder' } });
+    await foreignChild.result;
+    await temporal.client.workflow.getHandle(foreignChild.id).signal(childStartedSignal, { runId: 'orders-1' });
+    await foreignChild.dispose();
 
     // An endpoint's token limiter: calls that wait for the bucket, one whose usage is over its
     // estimate (charged the rest), a continue-as-new, and the end once the bucket is full again.
@@ -357,6 +362,7 @@ async function main(): Promise<void> {
       ['unnameable-parent', unnameableParent.workflowId, undefined],
       ['unnameable-child', unnameableChild.id, undefined],
       ['malformed-message', malformedMessage.id, undefined],
+      ['foreign-child', foreignChild.id, undefined],
       // The token limiter's recordings are versioned on their own (`v1 limiter-continued limiter-ended`).
       ['limiter-continued', limiter, limiterRuns[0], 'token-limiter'],
       ['limiter-ended', limiter, limiterRuns.at(-1), 'token-limiter'],

@@ -68,6 +68,13 @@ export const UNNAMEABLE_IDS_PATCH = 'unnameable-ids-refused';
  */
 export const MALFORMED_MESSAGES_PATCH = 'malformed-messages-dropped';
 
+/**
+ * A `childStarted` signal naming a workflow whose id is not a run's (a raw client's: a workflow of
+ * the user's own) is ignored. Before, cancelling or disposing of the run cancelled that workflow
+ * with its nested runs. Asked with `patched()` itself, and only by runs that get one.
+ */
+export const FOREIGN_CHILDREN_PATCH = 'foreign-children-ignored';
+
 /** Patch: every patch of `PATCHES` at once, with one marker (the first generation). */
 const GENERATION_2026_12 = 'patches-2026-12';
 

@@ -21,7 +21,13 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { budgetStop, remainingBudget } from '../src/seam/budget';
-import { MAX_WORKFLOW_ID_BYTES, isWorkflowId, payloadBytes, payloadLimitViolation } from '../src/seam/constants';
+import {
+  MAX_WORKFLOW_ID_BYTES,
+  isRunId,
+  isWorkflowId,
+  payloadBytes,
+  payloadLimitViolation,
+} from '../src/seam/constants';
 import { type ContentBlock, contentViolation } from '../src/seam/content';
 import type { SubagentResult, SubagentTurnResult } from '../src/seam/result';
 import {
@@ -58,6 +64,7 @@ import {
 import { Approvals, carriedMemo } from './approvals';
 import {
   CHILD_SETTLED_PATCH,
+  FOREIGN_CHILDREN_PATCH,
   NESTED_CANCELS_DELIVERED_PATCH,
   PATCHES,
   MALFORMED_MESSAGES_PATCH,
@@ -146,6 +153,8 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     const runId = args?.runId;
     // An id no command could carry names no run of ours: cancelling it would stop the worker.
     if (!isWorkflowId(runId) && patched(UNNAMEABLE_IDS_PATCH)) return;
+    // An id that is not a run's names a workflow of the user's own: the run's cancel would reach it.
+    if (!isRunId(runId) && patched(FOREIGN_CHILDREN_PATCH)) return;
     children.add(runId);
   });
 

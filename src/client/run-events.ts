@@ -16,7 +16,7 @@ import {
 } from '../../activities/types';
 import { type ChildSettledArgs, type SubagentRunInput, rememberMessageId } from '../../workflows/definitions';
 import { type ContentBlock, textOf } from '../seam/content';
-import { isWorkflowId } from '../seam/constants';
+import { isRunId } from '../seam/constants';
 import { SubagentError } from '../seam/errors';
 import type { SubagentApprovalDecision, SubagentApprovalRequest, SubagentResult } from '../seam/result';
 import type { SubagentProgress, SubagentRunEvent, SubagentRunEventsOptions } from '../seam/run';
@@ -174,10 +174,10 @@ async function* runStream(client: Client, runId: string, reading: RunHistoryOpti
         if (!SIGNALS_READ.has(signalName ?? '')) break;
         const args = await signalArgs(converter, input?.payloads);
         if (signalName === 'childStarted') {
-          if (isWorkflowId(args.runId)) progress.push({ type: 'child-start', childId: args.runId });
+          if (isRunId(args.runId)) progress.push({ type: 'child-start', childId: args.runId });
         } else if (signalName === 'childSettled') {
           const { runId: childId, ...settled } = args as Partial<ChildSettledArgs>;
-          if (isWorkflowId(childId)) {
+          if (isRunId(childId)) {
             progress.push({ type: 'child-settled', childId, ...(settled as ChildSettledArgs) });
           }
         } else if (signalName === 'textDelta') {

@@ -40,6 +40,14 @@ export function isWorkflowId(value: unknown): value is string {
   );
 }
 
+/**
+ * An id that can name a run: a workflow id with the runs' prefix. What a raw client names with
+ * another (a workflow of the user's own) is no run of ours. Safe inside the workflow sandbox.
+ */
+export function isRunId(value: unknown): value is string {
+  return isWorkflowId(value) && value.startsWith(RUN_ID_PREFIX);
+}
+
 /** Why `name` cannot name a provider, its runs and its task queue; undefined if it can. */
 export function providerNameViolation(name: unknown): string | undefined {
   return nameViolation('provider name', name, MAX_PROVIDER_NAME_BYTES);

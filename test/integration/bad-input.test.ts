@@ -453,6 +453,27 @@ describe('a raw Temporal client (ours refuses these at start)', () => {
     expect(await runs.closed(run.id)).toMatchObject({ closedBy: 'disposed' });
     await workerStillRuns();
   });
+
+  it("ignores a childStarted signal naming a workflow whose id is not a run's, so disposing of the run does not cancel it (it did, with the run's nested runs)", async () => {
+    const { run } = await parkedRunAndInput();
+    // A workflow of the user's own, on a queue no worker polls: it runs until something ends it.
+    const theirs = await runs.temporal.client.workflow.start('ordersWorkflow', {
+      taskQueue: uniqueName('nobody'),
+      workflowId: uniqueName('order'),
+    });
+    try {
+      await runs.temporal.client.workflow.getHandle(run.id).signal(childStartedSignal, { runId: theirs.workflowId });
+      await run.dispose();
+      // A disposed run closes only once the server has its cancels to its children.
+      expect(await runs.closed(run.id)).toMatchObject({ closedBy: 'disposed' });
+      const { events } = await theirs.fetchHistory();
+      expect(events!.map((event) => event.eventType)).not.toContain(
+        temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED,
+      );
+    } finally {
+      await theirs.terminate();
+    }
+  });
 });
 it.each([
   [

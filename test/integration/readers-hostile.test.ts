@@ -108,6 +108,8 @@ describe('a run whose history holds a signal a raw client sent', () => {
     ['childStarted', 'without a run id', () => [{}]],
     ['childStarted', 'naming a run id with a lone surrogate', () => [{ runId: 'subagent-x:\ud800' }]],
     ['childStarted', 'naming a run id that is a number', () => [{ runId: 42 }]],
+    ['childStarted', "naming a workflow whose id is not a run's", () => [{ runId: 'orders-1' }]],
+    ['childSettled', "naming a workflow whose id is not a run's", () => [{ runId: 'orders-1', segment: 0 }]],
   ] as [string, string, () => unknown[]][])(
     'reads on past a %s signal %s: events(), nested too, and the audit; no step stands for it',
     async (signalName, _case, args) => {

@@ -66,6 +66,7 @@ describe('replay', () => {
         ...['parked-nested-parent', 'parked-nested-child'].map((label) => `subagent-run-v14-${label}.json`),
         ...['unnameable-parent', 'unnameable-child'].map((label) => `subagent-run-v15-${label}.json`),
         'subagent-run-v16-malformed-message.json',
+        'subagent-run-v17-foreign-child.json',
         ...['continued', 'ended'].map((label) => `token-limiter-v1-${label}.json`),
         'token-limiter-v2-malformed.json',
         ...['start', 'resumed'].map((label) => `subagent-run-v1-${label}.ec5e0de.json`),
