@@ -8,6 +8,7 @@ import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { type ContentBlock, textOf } from '../src/seam/content';
 import { requestedModel } from '../src/seam/delegation';
+import { systemPromptFor } from '../src/tools/system-prompt';
 import type { SubagentAgentProvider } from '../src/seam/provider';
 import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
 import type { SubagentStopReason } from '../src/seam/result';
@@ -81,7 +82,8 @@ export async function callModel(
   const structured = schema ? createStructuredOutputRuntime(schema) : undefined;
   const definitions = provider.tools.filter((tool) => allowed.has(tool.name));
   const offered = (structured ? structured.withTool(definitions) : definitions).map(toChatTool);
-  const system = structured ? structured.systemPrompt(provider.systemPrompt) : provider.systemPrompt;
+  const base = systemPromptFor(provider, definitions);
+  const system = structured ? structured.systemPrompt(base) : base;
 
   let completion: OpenAI.Chat.Completions.ChatCompletion;
   const body: ChatRequestBody = {

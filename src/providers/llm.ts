@@ -7,6 +7,7 @@ import { isHttpUrl } from '../seam/constants';
 import { SubagentError } from '../seam/errors';
 import type { SubagentTool } from '../seam/tool';
 import { builtinFileTools } from '../tools';
+import { defaultSystemPrompt, withDefaultSystemPrompt } from '../tools/system-prompt';
 import { envFlag } from '../temporal/env';
 
 export interface LlmProviderOptions {
@@ -14,6 +15,7 @@ export interface LlmProviderOptions {
   name?: string;
   /** Default: `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `SUBAGENT_MODEL` from the environment. */
   endpoint?: SubagentModelEndpoint;
+  /** Default: `defaultSystemPrompt` of the tools each model call offers. */
   systemPrompt?: string;
   /** Default: the built-in file tools confined to the run's cwd (read_file, list_directory, search_text). */
   tools?: readonly SubagentTool[];
@@ -21,8 +23,8 @@ export interface LlmProviderOptions {
   runSettings?: SubagentRunSettings;
 }
 
-export const DEFAULT_SYSTEM_PROMPT =
-  'You are a subagent: another agent delegated a task to you. Work on it with the tools you have, then answer with a concise, complete result. The files you can read are confined to the working directory.';
+/** The default system prompt of a child with the default tools (`builtinFileTools()`). */
+export const DEFAULT_SYSTEM_PROMPT = defaultSystemPrompt(builtinFileTools());
 
 /**
  * The endpoint the environment configures: OPENAI_BASE_URL, OPENAI_API_KEY, SUBAGENT_MODEL,
@@ -78,7 +80,7 @@ export function createForkProvider(options: LlmProviderOptions = {}): SubagentAg
 
 function llmProvider(name: string, inheritsParentContext: boolean, options: LlmProviderOptions): SubagentAgentProvider {
   const tools = options.tools ?? builtinFileTools();
-  return {
+  const provider: SubagentAgentProvider = {
     name,
     driver: 'agent-loop',
     capabilities: { outputSchema: true, depthLimit: true, toolFilter: true },
@@ -87,9 +89,10 @@ function llmProvider(name: string, inheritsParentContext: boolean, options: LlmP
     resumable: true,
     toolNames: tools.map((tool) => tool.name),
     endpoint: options.endpoint ?? endpointFromEnv(),
-    systemPrompt: options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT,
+    systemPrompt: options.systemPrompt ?? defaultSystemPrompt(tools),
     tools,
     ...(options.taskQueue === undefined ? {} : { taskQueue: options.taskQueue }),
     ...(options.runSettings === undefined ? {} : { runSettings: options.runSettings }),
   };
+  return options.systemPrompt === undefined ? withDefaultSystemPrompt(provider) : provider;
 }

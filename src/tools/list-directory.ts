@@ -2,7 +2,14 @@
 // what they point to when that stays inside it.
 import type { Dirent } from 'node:fs';
 import { type SubagentTool, toolResult } from '../seam/tool';
-import { argumentObject, compareNames, positiveIntegerOption, runTool, stringArgument } from './common';
+import {
+  argumentObject,
+  compareNames,
+  confinedFileTool,
+  positiveIntegerOption,
+  runTool,
+  stringArgument,
+} from './common';
 import { type ConfinedDirectory, NotDirectoryError } from './confine';
 
 /**
@@ -14,7 +21,7 @@ import { type ConfinedDirectory, NotDirectoryError } from './confine';
  */
 export function listDirectoryTool(options: { maxEntries?: number } = {}): SubagentTool {
   const maxEntries = positiveIntegerOption('maxEntries', options.maxEntries, 500);
-  return {
+  return confinedFileTool({
     name: 'list_directory',
     // Read-only and quick: it runs inside the model call that asked for it.
     inline: true,
@@ -56,7 +63,7 @@ export function listDirectoryTool(options: { maxEntries?: number } = {}): Subage
           await directory.close();
         }
       }),
-  };
+  });
 }
 
 async function describeEntry(entry: Dirent, directory: ConfinedDirectory): Promise<string> {

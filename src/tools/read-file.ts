@@ -5,6 +5,7 @@ import { type SubagentTool, type ToolCallOutcome, toolResult } from '../seam/too
 import {
   BINARY_SNIFF_BYTES,
   argumentObject,
+  confinedFileTool,
   positiveIntegerArgument,
   positiveIntegerOption,
   runTool,
@@ -23,7 +24,7 @@ const READ_CHUNK_BYTES = 64 * 1024;
  */
 export function readFileTool(options: { maxBytes?: number } = {}): SubagentTool {
   const maxBytes = positiveIntegerOption('maxBytes', options.maxBytes, 64 * 1024);
-  return {
+  return confinedFileTool({
     name: 'read_file',
     // Read-only and quick: it runs inside the model call that asked for it.
     inline: true,
@@ -61,7 +62,7 @@ export function readFileTool(options: { maxBytes?: number } = {}): SubagentTool 
         }
         return readSelection(file, display, offset, limit, maxBytes);
       }),
-  };
+  });
 }
 
 /** The selection of an opened file, which it closes. */

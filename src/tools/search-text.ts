@@ -8,6 +8,7 @@ import {
   argumentObject,
   booleanArgument,
   compareNames,
+  confinedFileTool,
   plural,
   positiveIntegerOption,
   runTool,
@@ -38,7 +39,7 @@ const SKIPPED_DIRECTORY_NAMES = new Set(['node_modules', '.git']);
 export function searchTextTool(options: { maxResults?: number; maxFileBytes?: number } = {}): SubagentTool {
   const maxResults = positiveIntegerOption('maxResults', options.maxResults, 200);
   const maxFileBytes = positiveIntegerOption('maxFileBytes', options.maxFileBytes, 1024 * 1024);
-  return {
+  return confinedFileTool({
     name: 'search_text',
     // Read-only and quick: it runs inside the model call that asked for it.
     inline: true,
@@ -97,7 +98,7 @@ export function searchTextTool(options: { maxResults?: number; maxFileBytes?: nu
         await search.directory(directory, display, directory.real);
         return toolResult(search.report(pattern, display));
       }),
-  };
+  });
 }
 
 interface TextSearchOptions {

@@ -32,6 +32,7 @@ export {
   ToolPathError,
   builtinFileTools,
   createDelegationTool,
+  defaultSystemPrompt,
   listDirectoryTool,
   readFileTool,
   searchTextTool,

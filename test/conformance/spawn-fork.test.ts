@@ -6,6 +6,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  DEFAULT_SYSTEM_PROMPT,
   STRUCTURED_OUTPUT_INSTRUCTION,
   builtinFileTools,
   createForkProvider,
@@ -14,6 +15,7 @@ import {
 import { exportAudit } from '../../src/audit';
 import { runStarted, type SubagentRun, type SubagentRunEndInfo, type SubagentSessionEvent } from '../../src';
 import { errorReply, hangReply, refusalReply, textReply, toolCallReply } from '../../src/testing';
+import { toolResult } from '../../src/seam/tool';
 import { runContextQuery, statusQuery } from '../../workflows/definitions';
 import { fakeModelHarness } from '../helpers/fake-model';
 import { eventually, newService, text, uniqueName } from '../helpers/temporal';
@@ -45,6 +47,22 @@ const harness = fakeModelHarness(
             parameters: { type: 'object', properties: {} },
             inline: true,
             execute: () => Promise.reject(new Error('boom')),
+          },
+        ],
+      }),
+      /** A spawn child given no tools at all. */
+      toolless: createSpawnProvider({ name: uniqueName('toolless'), endpoint, runSettings: settings, tools: [] }),
+      /** A spawn child with tools of its own, one named read_file that is not the built-in one. */
+      ownTools: createSpawnProvider({
+        name: uniqueName('own-tools'),
+        endpoint,
+        runSettings: settings,
+        tools: [
+          {
+            name: 'read_file',
+            description: 'Read any file on the host, by its absolute path.',
+            parameters: { type: 'object', properties: { path: { type: 'string' } } },
+            execute: () => Promise.resolve(toolResult('')),
           },
         ],
       }),
@@ -296,6 +314,37 @@ describe('§7.5 spawn', () => {
     });
     expect(await activityTypes(denied)).toEqual(['subagentModelCall', 'subagentModelCall']);
     await Promise.all([allowed.dispose(), denied.dispose()]);
+  });
+
+  it('tells the child of the working directory only through the built-in file tools it is offered: a child of no tools, of a read_file of its own, or whose toolFilter leaves them out is told nothing of it (it was told its files were confined there)', async () => {
+    const since = mark();
+    const systemPrompt = async (run: SubagentRun) => {
+      await run.result;
+      await run.dispose();
+      return (since().at(-1)!.body.messages as { role: string; content: string }[])[0]!;
+    };
+    harness.fake.enqueue(...['a', 'b', 'c', 'd', 'e'].map((reply) => textReply(reply)));
+    const toolless = await systemPrompt(harness.start('toolless', { prompt: text('no tools'), parent }));
+    expect(toolless.content).not.toMatch(/working directory|confined|files|tools/);
+    expect(toolless.content).toBe(
+      'You are a subagent: another agent delegated a task to you. Work on it, then answer with a concise, complete result.',
+    );
+    const own = await systemPrompt(harness.start('ownTools', { prompt: text('tools of its own'), parent }));
+    expect(own.content).toContain('Work on it with the tools you have');
+    expect(own.content).not.toMatch(/working directory|confined|files/);
+    const filtered = await systemPrompt(
+      startSpawn('no file tools', { toolFilter: { deny: ['read_file', 'list_directory', 'search_text'] } }),
+    );
+    expect(filtered.content).toBe(toolless.content);
+    const one = await systemPrompt(startSpawn('read_file alone', { toolFilter: { allow: ['read_file'] } }));
+    expect(one.content).toContain('read_file reaches only the files inside the working directory.');
+    expect(one.content).not.toMatch(/list_directory|search_text/);
+    // With all of them, the default prompt as before, naming them.
+    const offered = await systemPrompt(startSpawn('all the file tools'));
+    expect(offered).toEqual({ role: 'system', content: DEFAULT_SYSTEM_PROMPT });
+    expect(offered.content).toContain(
+      'read_file, list_directory and search_text reach only the files inside the working directory.',
+    );
   });
 
   it('§5.2 a toolFilter naming a tool the provider does not have is UNKNOWN_TOOL at start', () => {
