@@ -132,6 +132,14 @@ function hasSessionLog(parent: SubagentParent): boolean {
   }
 }
 
+/** Marks the tools `createSubagentResultTool` makes; a copy made of one (`{ ...tool }`) keeps the mark. */
+const RESULT_TOOL = Symbol('subagent.resultTool');
+
+/** Whether `tool` collects background runs' answers: one `createSubagentResultTool` made, or a copy of one. */
+export function isSubagentResultTool(tool: object): boolean {
+  return (tool as { [RESULT_TOOL]?: boolean })[RESULT_TOOL] === true;
+}
+
 /**
  * The companion of a background `subagent` tool: waits for a run by id (from any process, the
  * one that started it may be gone), renders its result like the tool would, and disposes it.
@@ -139,6 +147,13 @@ function hasSessionLog(parent: SubagentParent): boolean {
 export function createSubagentResultTool(
   service: SubagentStarter,
   config: Pick<SubagentToolConfig, 'outputSchema'> & { name?: string } = {},
+): SubagentToolDefinition {
+  return Object.assign(resultTool(service, config), { [RESULT_TOOL]: true });
+}
+
+function resultTool(
+  service: SubagentStarter,
+  config: Pick<SubagentToolConfig, 'outputSchema'> & { name?: string },
 ): SubagentToolDefinition {
   return {
     name: config.name ?? SUBAGENT_RESULT_TOOL_NAME,
@@ -177,18 +192,19 @@ export function createSubagentResultTool(
 
 /**
  * The tool's wording, truthful about whether the child sees this conversation (seam §6) and, in
- * the background, about how its answer comes back: `collectable` false when the model has no
- * `subagent_result` tool to collect it with.
+ * the background, about how its answer comes back: `collectable`, the name of the tool the model
+ * collects it with (true: `subagent_result`), or false when it has none.
  */
 export function subagentToolWording(
   inheritsParentContext: boolean,
   background = false,
-  collectable = true,
+  collectable: boolean | string = true,
 ): { description: string; prompt: string } {
+  const collector = resultToolName(collectable);
   const answer = !background
     ? 'You receive only its final answer.'
-    : collectable
-      ? `The call returns a run id at once; collect the final answer later with ${SUBAGENT_RESULT_TOOL_NAME}.`
+    : collector
+      ? `The call returns a run id at once; collect the final answer later with ${collector}.`
       : `The call returns a run id at once; the subagent works on by itself, and its answer does not come back to you.`;
   return inheritsParentContext
     ? {
@@ -201,6 +217,11 @@ export function subagentToolWording(
         prompt:
           "The task for the subagent. It does not share this conversation's context, so include everything it needs.",
       };
+}
+
+/** The name of the tool that collects a background run's answer, as `collectable` gives it; undefined for none. */
+function resultToolName(collectable: boolean | string): string | undefined {
+  return collectable === true ? SUBAGENT_RESULT_TOOL_NAME : collectable === false ? undefined : collectable;
 }
 
 export function delegationParameters(promptDescription: string): SubagentToolParameters {
@@ -246,8 +267,11 @@ export async function delegate(
   }: Pick<SubagentToolCallContext, 'onProgress' | 'onApproval'> & {
     reportSpend?: boolean;
     notice?: string;
-    /** In the background: whether the model has `subagent_result` to collect the answer with. */
-    collectable?: boolean;
+    /**
+     * In the background: the name of the tool the model collects the answer with (true:
+     * `subagent_result`), or false when it has none.
+     */
+    collectable?: boolean | string;
   } = {},
 ): Promise<ToolCallOutcome> {
   let run: SubagentRun;
@@ -271,8 +295,9 @@ export async function delegate(
     } catch (err) {
       return toolError((err as Error).message);
     }
-    const collect = collectable
-      ? `Call ${SUBAGENT_RESULT_TOOL_NAME} with run_id "${run.id}" to collect its answer.`
+    const collector = resultToolName(collectable);
+    const collect = collector
+      ? `Call ${collector} with run_id "${run.id}" to collect its answer.`
       : 'It works on by itself; its answer does not come back to you.';
     return noted(toolResult(`Started subagent run ${run.id}. ${collect}`), notice);
   }

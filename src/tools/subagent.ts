@@ -11,6 +11,7 @@ import {
   delegate,
   delegationArgs,
   delegationParameters,
+  isSubagentResultTool,
   subagentToolWording,
 } from '../client/subagent-tool';
 
@@ -43,10 +44,14 @@ export function createDelegationTool(config: SubagentDelegationToolConfig): Suba
 
 /**
  * The tool for `config`: `inherits`, whether it says the child sees this conversation and hands
- * the run's completed turns down; `collectable`, whether a background call's answer can be
- * collected (the model has `subagent_result`).
+ * the run's completed turns down; `collectable`, the name of the tool a background call's answer
+ * is collected with (true: `subagent_result`), or false when the model has none.
  */
-function delegationTool(config: SubagentDelegationToolConfig, inherits: boolean, collectable: boolean): DelegationTool {
+function delegationTool(
+  config: SubagentDelegationToolConfig,
+  inherits: boolean,
+  collectable: boolean | string,
+): DelegationTool {
   const wording = subagentToolWording(inherits, config.background ?? false, collectable);
   return {
     name: config.name ?? SUBAGENT_TOOL_NAME,
@@ -82,9 +87,10 @@ function delegationTool(config: SubagentDelegationToolConfig, inherits: boolean,
 /**
  * `tools` of the hosted provider `owner`, each delegation tool among them bound to what the worker
  * knows: made without `inheritsParentContext`, it takes that of the provider it delegates to, as
- * `lookup` knows it (its wording, and whether it hands the completed turns down); in the background
- * without a `subagent_result` tool beside it, it says the answer does not come back (it told the
- * model to collect it with a tool it did not have). The rest of a copy made of it (`{ ...tool,
+ * `lookup` knows it (its wording, and whether it hands the completed turns down); in the background,
+ * it names the result tool beside it (one `createSubagentResultTool` made, by its mark, whatever its
+ * name), and without one says the answer does not come back (a tool merely named `subagent_result`
+ * collects nothing). The rest of a copy made of it (`{ ...tool,
  * needsApproval }`) is kept. The same array when nothing changes. Throws `INVALID_CONFIG` naming
  * the tool and both providers for a tool made with `true` for a provider that does not inherit:
  * its model would be told the child sees a conversation it never gets; and, when `every` lists
@@ -97,7 +103,8 @@ export function bindDelegationTools(
   lookup: (name: string) => SubagentProviderDescriptor | undefined,
   every?: readonly string[],
 ): readonly SubagentTool[] {
-  const collectable = tools.some((tool) => tool.name === SUBAGENT_RESULT_TOOL_NAME);
+  // Only the project's own result tool collects a background run's answer, under whatever name it has.
+  const collector = tools.find(isSubagentResultTool)?.name;
   let changed = false;
   const bound = tools.map((tool) => {
     const config = (tool as Partial<DelegationTool>)[DELEGATION_CONFIG];
@@ -116,10 +123,12 @@ export function bindDelegationTools(
       );
     }
     const inherits = config.inheritsParentContext ?? target?.inheritsParentContext ?? false;
-    const answered = collectable || !config.background;
-    if (inherits === (config.inheritsParentContext ?? false) && answered) return tool;
+    // Made as if `subagent_result` collected its answer (or it waits for the answer itself).
+    const collectable = config.background ? (collector ?? false) : true;
+    const asMade = !config.background || collector === SUBAGENT_RESULT_TOOL_NAME;
+    if (inherits === (config.inheritsParentContext ?? false) && asMade) return tool;
     changed = true;
-    const { description, parameters, execute } = delegationTool(config, inherits, answered);
+    const { description, parameters, execute } = delegationTool(config, inherits, collectable);
     return { ...tool, description, parameters, execute };
   });
   return changed ? bound : tools;

@@ -26,6 +26,8 @@ import {
   toolCallReply,
 } from '../../src/testing';
 import { builtinFileTools, createDelegationTool, createForkProvider, createSpawnProvider } from '../../src/worker';
+import { textOf } from '../../src/seam/content';
+import { toolResult } from '../../src/seam/tool';
 import { fakeModelHarness } from '../helpers/fake-model';
 import {
   type TestTemporal,
@@ -60,8 +62,8 @@ const bareForkName = uniqueName('tool-fork-bare');
 const backgroundTool = () =>
   createDelegationTool({ provider: scripted.name, background: true, agentOptions: { script: [{ reply: 'aside' }] } });
 /** The caller-side subagent_result tool as an LLM child's tool, over the harness's service. */
-const collectTool = () => {
-  const tool = createSubagentResultTool(lazyStarter);
+const collectTool = (name?: string) => {
+  const tool = createSubagentResultTool(lazyStarter, name === undefined ? {} : { name });
   return { ...tool, parameters: { ...tool.parameters } };
 };
 /** The harness's service, once it exists. */
@@ -97,6 +99,26 @@ const harness = fakeModelHarness(
       name: uniqueName('background-collected'),
       endpoint,
       tools: [backgroundTool(), collectTool()],
+    }),
+    /** The same, beside an unrelated tool that happens to be named subagent_result. */
+    backgroundImpostor: createSpawnProvider({
+      name: uniqueName('background-impostor'),
+      endpoint,
+      tools: [
+        backgroundTool(),
+        {
+          name: 'subagent_result',
+          description: 'Look a result up in the team wiki.',
+          parameters: { type: 'object', properties: { run_id: { type: 'string' } } },
+          execute: () => Promise.resolve(toolResult('no such page')),
+        },
+      ],
+    }),
+    /** The same, with the subagent_result tool under another name. */
+    backgroundRenamed: createSpawnProvider({
+      name: uniqueName('background-renamed'),
+      endpoint,
+      tools: [backgroundTool(), collectTool('collect_subagent')],
     }),
     /** A fork child whose delegation tool to itself was made without inheritsParentContext. */
     bareFork: createForkProvider({
@@ -765,6 +787,37 @@ describe('background mode', () => {
     expect((await collected.result).output).toEqual(text('nothing to do'));
     expect(described.get('subagent,subagent_result')).toContain('collect the final answer later with subagent_result');
     await collected.dispose();
+  });
+
+  it("tells an LLM child's model to collect a background delegation's answer only with the project's own subagent_result tool, by the name it has (a tool of that name that does something else passed, and a renamed one was named subagent_result)", async () => {
+    const described = new Map<string, string>();
+    harness.fake.setHandler((request) => {
+      const messages = request.body.messages as { role: string; content: string | null }[];
+      const last = messages.at(-1)!;
+      if (last.role === 'tool') return textReply(`caller got: ${last.content}`);
+      const tools = request.body.tools as { function: { name: string; description: string } }[];
+      described.set(
+        tools.map((tool) => tool.function.name).join(','),
+        tools.find((tool) => tool.function.name === 'subagent')!.function.description,
+      );
+      return toolCallReply([{ name: 'subagent', arguments: args('on the side') }]);
+    });
+    const impostor = harness.start('backgroundImpostor', { prompt: text('go aside'), parent });
+    expect(textOf((await impostor.result).output)).toMatch(
+      /^caller got: Started subagent run \S+\. It works on by itself; its answer does not come back to you\.$/,
+    );
+    expect(described.get('subagent,subagent_result')).toContain('its answer does not come back to you');
+    expect(described.get('subagent,subagent_result')).not.toContain('collect');
+    await impostor.dispose();
+    const renamed = harness.start('backgroundRenamed', { prompt: text('go aside'), parent });
+    expect(textOf((await renamed.result).output)).toMatch(
+      /^caller got: Started subagent run (\S+)\. Call collect_subagent with run_id "\1" to collect its answer\.$/,
+    );
+    expect(described.get('subagent,collect_subagent')).toContain(
+      'collect the final answer later with collect_subagent.',
+    );
+    expect(described.get('subagent,collect_subagent')).not.toContain('subagent_result');
+    await renamed.dispose();
   });
 
   it('answers a run_id that names a workflow of another type with an error at once, and leaves that workflow alone', async () => {
