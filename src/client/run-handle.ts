@@ -287,8 +287,10 @@ export class RunHandle {
       // Messages already sent reach the run (or are reported undelivered) before it ends.
       await this.signalChain;
       // A resumed segment was handed over to the run resume() returned; disposing that one ends it.
-      // A run seen closed has nothing left to stop.
-      if (this.resumed || this.outcome?.closed) return;
+      // A run seen closed has nothing left to stop, unless an operator's reset took it up since: one
+      // that can resume is asked all the same (a closed one answers NotFound), while one that cannot
+      // closes again by itself as it settles.
+      if (this.resumed || (this.outcome?.closed && !this.init.resumable)) return;
       try {
         const segment = this.segment ?? (await this.handle.query(statusQuery)).segment;
         // One update per segment however many callers dispose it: the server joins them by id.
@@ -377,12 +379,16 @@ export class RunHandle {
         ? 'it has not settled; await its result first'
         : this.resumed
           ? 'it was already resumed; resume the run that returned'
-          : outcome.resumableUntil === undefined
-            ? 'it is closed'
-            : Date.now() > outcome.resumableUntil
-              ? `its resume window ended at ${new Date(outcome.resumableUntil).toISOString()}`
-              : undefined;
+          : undefined;
     if (refusal) throw new SubagentError(`cannot resume run ${this.init.runId}: ${refusal}`, 'NOT_RESUMABLE');
+    // A run this handle saw close, or whose window it saw pass, is asked all the same: an operator's
+    // reset may have taken it up since, parked anew with a window of its own. One still closed
+    // refuses, and the resumed run's result says why as the handle saw it.
+    const { resumableUntil } = outcome!;
+    const closedAs =
+      resumableUntil !== undefined && Date.now() > resumableUntil
+        ? `its resume window ended at ${new Date(resumableUntil).toISOString()}`
+        : 'it is closed';
     this.resumed = true;
     const fromSegment = outcome!.segment;
     // Sent again after a fault (the same update id), it is answered by the segment it began.
@@ -409,7 +415,7 @@ export class RunHandle {
         } catch (err) {
           // NotFound also means closed (its window passed since this handle looked): not resumable.
           if (err instanceof WorkflowNotFoundError && (await workflowExists(this.handle))) {
-            throw new SubagentError(`cannot resume run ${this.init.runId}: it is closed`, 'NOT_RESUMABLE', {
+            throw new SubagentError(`cannot resume run ${this.init.runId}: ${closedAs}`, 'NOT_RESUMABLE', {
               cause: err,
             });
           }

@@ -7,6 +7,7 @@ import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { temporal } from '@temporalio/proto';
 import { AesGcmPayloadCodec, type EncryptionKey, type SubagentRunEvent, runStarted } from '../../src';
+import type { SubagentRunOutcome } from '../../workflows/definitions';
 import { ENCRYPTED_FAILURE_CONVERTER_PATH } from '../../src/temporal/failure-converter';
 import { type AuditDraft, auditDrafts } from '../../src/audit';
 import { createScriptedProvider } from '../../src/testing';
@@ -23,7 +24,12 @@ import {
 } from '../helpers/temporal';
 
 const scripted = createScriptedProvider({ name: uniqueName('readers-hostile') });
-const runs = testRuns([scripted]);
+/** A run of it parks for 5 seconds: long enough to resume it once it is seen parked. */
+const shortWindow = createScriptedProvider({
+  name: uniqueName('readers-short-window'),
+  runSettings: { resumeWindow: '5 seconds' },
+});
+const runs = testRuns([scripted, shortWindow]);
 
 const CLI = resolve(__dirname, '..', '..', 'src', 'cli', 'index.ts');
 
@@ -410,6 +416,50 @@ describe('a caller waiting on a run an operator reset', () => {
       gates.open(run.id, 0);
       await run.dispose();
     }
+  });
+});
+
+describe('a handle on a run an operator reset after it closed', () => {
+  it('resumes it through the handle that saw its resume window pass: the run the reset made parks with a window of its own (the handle refused at once, NOT_RESUMABLE, saying the window had ended)', async () => {
+    const run = runs.service.start(shortWindow.name, { prompt: text('hello'), parent: { id: 'parent' } });
+    await run.result;
+    const handle = runs.temporal.client.workflow.getHandle(run.id);
+    expect(((await handle.result()) as SubagentRunOutcome).closedBy).toBe('expired');
+    const made = await resetToOwnFirstTask(run.id, (await handle.describe()).runId, 'take it up again');
+    await parkedIn(run.id, made);
+    const resumed = run.resume!(text('again'));
+    try {
+      expect(await resumed.result).toMatchObject({ stopReason: 'completed', output: text('scripted reply to: again') });
+    } finally {
+      await resumed.dispose();
+    }
+    expect(((await handle.result()) as SubagentRunOutcome).closedBy).toBe('disposed');
+  });
+
+  it('refuses a resume through a handle that saw its window pass, NOT_RESUMABLE saying so, when no reset took it up', async () => {
+    const run = runs.service.start(shortWindow.name, { prompt: text('hello'), parent: { id: 'parent' } });
+    await run.result;
+    const closed = (await runs.temporal.client.workflow.getHandle(run.id).result()) as SubagentRunOutcome;
+    expect(closed.closedBy).toBe('expired');
+    await expect(run.resume!(text('too late')).result).rejects.toMatchObject({
+      code: 'NOT_RESUMABLE',
+      message: `cannot resume run ${run.id}: its resume window ended at ${new Date(closed.resumableUntil!).toISOString()}`,
+    });
+  });
+
+  it('disposes it through a handle that saw it closed (the handle did nothing, and the run the reset made stayed parked)', async () => {
+    const run = await parkedRun();
+    const handle = runs.temporal.client.workflow.getHandle(run.id);
+    const closed = (await handle.describe()).runId;
+    await run.dispose();
+    const attached = runs.service.attach(run.id);
+    await attached.result;
+    const made = await resetToOwnFirstTask(run.id, closed, 'take it up again', { withoutUpdates: true });
+    await parkedIn(run.id, made);
+    await attached.dispose();
+    const { runId, status } = await handle.describe();
+    expect({ runId, status: status.name }).toEqual({ runId: made, status: 'COMPLETED' });
+    expect(((await handle.result()) as SubagentRunOutcome).closedBy).toBe('disposed');
   });
 });
 

@@ -242,7 +242,11 @@ describe('resume', () => {
 
     const attached = runs.service.attach(running.id);
     await attached.result;
-    expect(() => attached.resume!(text('closed'))).toThrow(expect.objectContaining({ code: 'NOT_RESUMABLE' }));
+    // A closed run is asked all the same (a reset may have taken it up since): its result refuses.
+    await expect(attached.resume!(text('closed')).result).rejects.toMatchObject({
+      code: 'NOT_RESUMABLE',
+      message: `cannot resume run ${running.id}: it is closed`,
+    });
   });
 
   it('refuses after the resume window, when the parked workflow has closed', async () => {
@@ -250,7 +254,10 @@ describe('resume', () => {
     await run.result;
     expect(await eventually(async () => ((await statusOf(run)) === 'COMPLETED' ? true : undefined))).toBe(true);
     expect((await closedOutcome(run)).closedBy).toBe('expired');
-    expect(() => run.resume!(text('late'))).toThrow(expect.objectContaining({ code: 'NOT_RESUMABLE' }));
+    await expect(run.resume!(text('late')).result).rejects.toMatchObject({
+      code: 'NOT_RESUMABLE',
+      message: expect.stringContaining('its resume window ended at'),
+    });
     await run.dispose();
   });
 
