@@ -82,7 +82,7 @@ export async function callModel(
   const structured = schema ? createStructuredOutputRuntime(schema) : undefined;
   const definitions = provider.tools.filter((tool) => allowed.has(tool.name));
   const offered = (structured ? structured.withTool(definitions) : definitions).map(toChatTool);
-  const base = systemPromptFor(provider, definitions);
+  const base = systemPromptFor(provider, definitions, request.parent.cwd);
   const system = structured ? structured.systemPrompt(base) : base;
 
   let completion: OpenAI.Chat.Completions.ChatCompletion;

@@ -16,6 +16,7 @@ import { exportAudit } from '../../src/audit';
 import { runStarted, type SubagentRun, type SubagentRunEndInfo, type SubagentSessionEvent } from '../../src';
 import { errorReply, hangReply, refusalReply, textReply, toolCallReply } from '../../src/testing';
 import { toolResult } from '../../src/seam/tool';
+import { NO_WORKING_DIRECTORY_MESSAGE } from '../../src/tools';
 import { runContextQuery, statusQuery } from '../../workflows/definitions';
 import { fakeModelHarness } from '../helpers/fake-model';
 import { eventually, newService, text, uniqueName } from '../helpers/temporal';
@@ -345,6 +346,26 @@ describe('§7.5 spawn', () => {
     expect(offered.content).toContain(
       'read_file, list_directory and search_text reach only the files inside the working directory.',
     );
+  });
+
+  it('tells the child of a run without a working directory that its file tools are unavailable, as each of their calls answers (it was told its files were confined to the working directory)', async () => {
+    const since = mark();
+    harness.fake.enqueue(
+      toolCallReply([{ id: 'call-read', name: 'read_file', arguments: { path: 'notes.txt' } }]),
+      textReply('nothing to read'),
+    );
+    const run = harness.start('spawn', { prompt: text('read notes.txt'), parent: { id: 'no-cwd' } });
+    expect(await run.result).toEqual({ output: text('nothing to read'), stopReason: 'completed' });
+    const [system] = messagesOf(0, since);
+    expect(system).toEqual({
+      role: 'system',
+      content: expect.stringContaining(
+        'read_file, list_directory and search_text are unavailable: this run has no working directory.',
+      ),
+    });
+    expect(system!.content).not.toContain('inside the working directory');
+    expect(messagesOf(1, since).at(-1)).toMatchObject({ role: 'tool', content: NO_WORKING_DIRECTORY_MESSAGE });
+    await run.dispose();
   });
 
   it('§5.2 a toolFilter naming a tool the provider does not have is UNKNOWN_TOOL at start', () => {
