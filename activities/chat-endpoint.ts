@@ -8,6 +8,7 @@ import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { type ContentBlock, textOf } from '../src/seam/content';
 import { requestedModel } from '../src/seam/delegation';
+import { delegatesPastDepth } from '../src/tools/delegation-depth';
 import { systemPromptFor } from '../src/tools/system-prompt';
 import type { SubagentAgentProvider } from '../src/seam/provider';
 import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
@@ -25,11 +26,17 @@ export type ModelCallOutcome = Omit<ModelCallResult, 'outputId' | 'toolCalls' | 
 /** The failure type of an endpoint's rate limit (429): the activity waits it out, retrying nothing. */
 export const RATE_LIMITED = 'MODEL_RATE_LIMITED';
 
-/** The tools a run may call: the provider's, narrowed by the request's filter (deny wins). */
+/**
+ * The tools a run may call: the provider's, narrowed by the request's filter (deny wins), less the
+ * delegation tools whose every call its depth cap refuses (the run is at the bottom of the tree).
+ */
 export function allowedToolNames(provider: SubagentAgentProvider, request: ResolvedSubagentRequest): Set<string> {
   const { allow, deny } = request.toolFilter ?? {};
   return new Set(
-    provider.tools.map((tool) => tool.name).filter((name) => (!allow || allow.includes(name)) && !deny?.includes(name)),
+    provider.tools
+      .filter((tool) => !delegatesPastDepth(tool, request.depth, request.maxDepth))
+      .map((tool) => tool.name)
+      .filter((name) => (!allow || allow.includes(name)) && !deny?.includes(name)),
   );
 }
 

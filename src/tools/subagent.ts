@@ -14,6 +14,8 @@ import {
   isSubagentResultTool,
   subagentToolWording,
 } from '../client/subagent-tool';
+// Where a delegation tool keeps its config, so the worker hosting it can bind it to its provider.
+import { DELEGATION_CONFIG } from './delegation-depth';
 
 /** What `createDelegationTool` takes: the caller-side tool's config, and the provider's context contract. */
 export interface SubagentDelegationToolConfig extends SubagentToolConfig {
@@ -25,9 +27,6 @@ export interface SubagentDelegationToolConfig extends SubagentToolConfig {
    */
   inheritsParentContext?: boolean;
 }
-
-/** Where a delegation tool keeps its config, so the worker hosting it can bind it to its provider. */
-const DELEGATION_CONFIG = Symbol('subagent.delegationTool');
 
 type DelegationTool = SubagentTool & { readonly [DELEGATION_CONFIG]: SubagentDelegationToolConfig };
 

@@ -120,6 +120,12 @@ const harness = fakeModelHarness(
       endpoint,
       tools: [backgroundTool(), collectTool('collect_subagent')],
     }),
+    /** An LLM child whose delegation tool caps the runs it starts at depth 1, its own. */
+    cappedTool: createSpawnProvider({
+      name: uniqueName('capped-tool'),
+      endpoint,
+      tools: [...builtinFileTools(), createDelegationTool({ provider: scripted.name, maxDepth: 1 })],
+    }),
     /** A fork child whose delegation tool to itself was made without inheritsParentContext. */
     bareFork: createForkProvider({
       name: bareForkName,
@@ -452,11 +458,16 @@ describe('a parent model calling the tool', () => {
 });
 
 describe('inside LLM children', () => {
-  it('lets a child delegate further down to maxDepth, and refuses the level beyond it', async () => {
+  it('lets a child delegate further down to maxDepth, and offers its model the tool no more at that depth (it was offered, and every call refused)', async () => {
+    const offered = new Map<number, string[]>();
     harness.fake.setHandler((request) => {
       const last = request.body.messages.at(-1);
       if (last.role === 'tool') return textReply(`level done after: ${last.content}`);
       const level = Number(/level (\d)/.exec(last.content)?.[1]);
+      offered.set(
+        level,
+        (request.body.tools as { function: { name: string } }[]).map((tool) => tool.function.name),
+      );
       return toolCallReply([
         { name: 'subagent', arguments: { description: 'go deeper', prompt: `level ${level + 1} task` } },
       ]);
@@ -464,8 +475,11 @@ describe('inside LLM children', () => {
     const run = harness.service.start(spawnName, { prompt: text('level 1 task'), parent, maxDepth: 2 });
     const result = await run.result;
     expect(result.stopReason).toBe('completed');
+    expect(offered.get(1)).toContain('subagent');
+    expect(offered.get(2)).toEqual(['read_file', 'list_directory', 'search_text']);
+    // A model that calls it all the same is told it has no such tool.
     expect((result.output[0] as { text: string }).text).toBe(
-      'level done after: level done after: Error: subagent depth 3 exceeds maxDepth 2',
+      'level done after: level done after: Error: tool "subagent" is not available to this subagent (available: read_file, list_directory, search_text)',
     );
     const top = await harness.status(run.id);
     expect(top).toMatchObject({ depth: 1, children: [expect.any(String)] });
@@ -476,6 +490,18 @@ describe('inside LLM children', () => {
       e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType!.name] : [],
     );
     expect(activities).toEqual(['subagentModelCall', 'subagent', 'subagentModelCall']);
+    await run.dispose();
+  });
+
+  it("offers its model no delegation tool whose own maxDepth refuses every call at the run's depth", async () => {
+    const offered: string[][] = [];
+    harness.fake.setHandler((request) => {
+      offered.push((request.body.tools as { function: { name: string } }[]).map((tool) => tool.function.name));
+      return textReply('done alone');
+    });
+    const run = harness.start('cappedTool', { prompt: text('delegate if you can'), parent });
+    expect((await run.result).output).toEqual(text('done alone'));
+    expect(offered).toEqual([['read_file', 'list_directory', 'search_text']]);
     await run.dispose();
   });
 });
