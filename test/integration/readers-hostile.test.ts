@@ -24,10 +24,10 @@ import {
 } from '../helpers/temporal';
 
 const scripted = createScriptedProvider({ name: uniqueName('readers-hostile') });
-/** A run of it parks for 5 seconds: long enough to resume it once it is seen parked. */
+/** A run of it parks for 8 seconds: long enough to resume it once it is seen parked. */
 const shortWindow = createScriptedProvider({
   name: uniqueName('readers-short-window'),
-  runSettings: { resumeWindow: '5 seconds' },
+  runSettings: { resumeWindow: '8 seconds' },
 });
 const runs = testRuns([scripted, shortWindow]);
 
@@ -434,17 +434,6 @@ describe('a handle on a run an operator reset after it closed', () => {
       await resumed.dispose();
     }
     expect(((await handle.result()) as SubagentRunOutcome).closedBy).toBe('disposed');
-  });
-
-  it('refuses a resume through a handle that saw its window pass, NOT_RESUMABLE saying so, when no reset took it up', async () => {
-    const run = runs.service.start(shortWindow.name, { prompt: text('hello'), parent: { id: 'parent' } });
-    await run.result;
-    const closed = (await runs.temporal.client.workflow.getHandle(run.id).result()) as SubagentRunOutcome;
-    expect(closed.closedBy).toBe('expired');
-    await expect(run.resume!(text('too late')).result).rejects.toMatchObject({
-      code: 'NOT_RESUMABLE',
-      message: `cannot resume run ${run.id}: its resume window ended at ${new Date(closed.resumableUntil!).toISOString()}`,
-    });
   });
 
   it('disposes it through a handle that saw it closed (the handle did nothing, and the run the reset made stayed parked)', async () => {
