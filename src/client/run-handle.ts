@@ -414,12 +414,14 @@ export class RunHandle {
           return { applied: true };
         } catch (err) {
           // NotFound also means closed (its window passed since this handle looked): not resumable.
-          if (err instanceof WorkflowNotFoundError && (await workflowExists(this.handle))) {
-            throw new SubagentError(`cannot resume run ${this.init.runId}: ${closedAs}`, 'NOT_RESUMABLE', {
-              cause: err,
-            });
-          }
-          throw err;
+          const refusal =
+            err instanceof WorkflowNotFoundError && (await workflowExists(this.handle))
+              ? new SubagentError(`cannot resume run ${this.init.runId}: ${closedAs}`, 'NOT_RESUMABLE', { cause: err })
+              : toSubagentError(err, this.init.runId);
+          // A refused resume handed nothing over: this handle's segment is its own again, to resume
+          // or dispose (a reset may have the run's turn running again, to settle later).
+          if (refusal.code === 'NOT_RESUMABLE') this.resumed = false;
+          throw refusal;
         }
       },
       emitEvents: true,

@@ -3,6 +3,7 @@
 // signals with arguments our workers never send.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { temporal } from '@temporalio/proto';
@@ -434,6 +435,40 @@ describe('a handle on a run an operator reset after it closed', () => {
       await resumed.dispose();
     }
     expect(((await handle.result()) as SubagentRunOutcome).closedBy).toBe('disposed');
+  });
+
+  it('keeps its segment on a handle whose resume the run refused while a reset had its turn run again: it resumes once the turn settles (the handle counted itself resumed, and refused for good)', async () => {
+    const gates = turnGates();
+    const run = runs.service.start(scripted.name, {
+      prompt: text('hello'),
+      parent: { id: 'parent' },
+      agentOptions: { script: [{ waitFor: gates.waitFor }] },
+    });
+    const handle = runs.temporal.client.workflow.getHandle(run.id);
+    try {
+      await runStarted(run);
+      gates.open(run.id, 0);
+      await run.result;
+      // The gate shut again: the turn the reset has run again waits at it.
+      rmSync(gates.waitFor.replace('{run}', run.id).replace('{turn}', '0'));
+      const made = await resetToOwnFirstTask(run.id, (await handle.describe()).runId, 'once more');
+      await eventually(async () => {
+        const described = await handle.describe();
+        return described.runId === made && described.raw.pendingActivities?.length ? true : undefined;
+      });
+      await expect(run.resume!(text('too early')).result).rejects.toMatchObject({
+        code: 'NOT_RESUMABLE',
+        message: expect.stringContaining('still running'),
+      });
+      gates.open(run.id, 0);
+      await parkedIn(run.id, made);
+      const resumed = run.resume!(text('again'));
+      expect(await resumed.result).toMatchObject({ stopReason: 'completed' });
+      await resumed.dispose();
+    } finally {
+      gates.open(run.id, 0);
+      await runs.service.attach(run.id).dispose();
+    }
   });
 
   it('disposes it through a handle that saw it closed (the handle did nothing, and the run the reset made stayed parked)', async () => {
