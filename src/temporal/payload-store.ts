@@ -6,7 +6,7 @@
 // once the server has forgotten the run (`sweepPayloads`).
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, readFile, readdir, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import {
   ApplicationFailure,
@@ -50,6 +50,16 @@ const DELETING = '#deleting-';
 const ABANDONED_DELETION_MS = 10 * 60 * 1000;
 /** The longest file name most file systems take (an encoded name is ASCII: bytes). */
 const MAX_NAME_BYTES = 255;
+/**
+ * How much of an id whose encoding is longer than a file name takes begins its directory's name,
+ * before `#` and the SHA-256 of the whole id: 185 bytes in all, so that `DELETING`'s 61 more
+ * still fit and a deletion moved aside can always be put back.
+ */
+const HASHED_PREFIX_BYTES = 120;
+/** A directory name of that form (`#` is in no encoded id, so no short id's name is one). */
+const HASHED_NAME = /^[^#]*#[0-9a-f]{64}$/;
+/** In a run directory named so: the run's id, which the listing reads back (no digest's name). */
+const RUN_ID_FILE = '#run-id';
 /** Blobs written outside any run (none are expected) are filed under this run id, and kept. */
 const NO_RUN = '-';
 /** How many run directories the file store stats at once when it lists a namespace's runs. */
@@ -221,17 +231,10 @@ export class FilePayloadStore implements SubagentPayloadStore {
     // time had let a sweep delete it between this put and the start reaching the server.
     if (await renewed(path, dir)) return;
     await mkdir(dir, { recursive: true });
-    // Written whole or not at all: a reader never sees half a blob. Each write has a partial file
-    // of its own: the same blob is often written by several puts at once (identical payloads in
-    // one batch), and a shared name let one truncate another's bytes or rename them away.
-    const partial = `${path}.${randomUUID()}.partial`;
-    try {
-      await writeFile(partial, bytes);
-      await rename(partial, path);
-    } catch (err) {
-      await rm(partial, { force: true }).catch(() => undefined);
-      throw err;
-    }
+    // Before any blob: a listing that finds the run's blobs finds its id. Written with each new
+    // blob, so a process that died between the directory and its id leaves it for the next put.
+    if (HASHED_NAME.test(fileName(runId))) await writeWhole(join(dir, RUN_ID_FILE), runId);
+    await writeWhole(path, bytes);
   }
 
   async get({ namespace, runId, digest }: PayloadBlobKey): Promise<Uint8Array | undefined> {
@@ -257,15 +260,15 @@ export class FilePayloadStore implements SubagentPayloadStore {
     // A directory's modification time moves with every blob added to it (and `put` sets it for a
     // blob stored again). A name no run id was encoded to is not ours: left alone, rather than
     // failing every sweep.
-    const runs = names.flatMap((name) => {
-      const runId = decodedRunId(name);
-      return runId === undefined ? [] : [{ name, runId }];
-    });
+    const runs = names.filter((name) => HASHED_NAME.test(name) || decodedRunId(name) !== undefined);
     // A few at a time: a stat for each of 100,000 runs at once queued them all ahead of every
     // other file operation of the process (they share libuv's few threads), each held in memory.
-    // A run deleted since the listing (another worker's sweep) is left out.
-    const listed = await mapBounded(runs, LIST_CONCURRENCY, async ({ name, runId }) => {
+    // A run deleted since the listing (another worker's sweep) is left out, as is a hashed name
+    // whose id is not (yet) there to read.
+    const listed = await mapBounded(runs, LIST_CONCURRENCY, async (name) => {
       try {
+        const runId = decodedRunId(name) ?? (await storedRunId(join(dir, name)));
+        if (runId === undefined) return undefined;
         return { runId, newestMs: (await stat(join(dir, name))).mtimeMs };
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
@@ -333,10 +336,19 @@ export class FilePayloadStore implements SubagentPayloadStore {
 /**
  * A namespace or run id as the name of its directory: percent-encoded, and `.` and `..` too
  * (`encodeURIComponent` leaves them as they are, and a path reads them as the directory itself
- * and the one above it: a workflow id of `..` had its blobs filed in the store's root).
+ * and the one above it: a workflow id of `..` had its blobs filed in the store's root). An id
+ * whose encoding is over 255 bytes (a workflow id takes 1,000, and encoding triples non-ASCII)
+ * is named by the first `HASHED_PREFIX_BYTES` of it, `#` and the SHA-256 of the whole id: its
+ * encoding whole failed every write of its run with `ENAMETOOLONG`.
  */
 function fileName(id: string): string {
-  return id === '.' || id === '..' ? id.replaceAll('.', '%2E') : encodeURIComponent(id);
+  const encoded = id === '.' || id === '..' ? id.replaceAll('.', '%2E') : encodeURIComponent(id);
+  if (encoded.length <= MAX_NAME_BYTES) return encoded;
+  let prefix = encoded.slice(0, HASHED_PREFIX_BYTES);
+  // Not half an escape: the prefix reads back as the id's beginning.
+  const escape = prefix.lastIndexOf('%');
+  if (escape > prefix.length - 3) prefix = prefix.slice(0, escape);
+  return `${prefix}#${createHash('sha256').update(id, 'utf8').digest('hex')}`;
 }
 
 /** The run id a run directory's name encodes, or undefined for a name none was encoded to. */
@@ -346,6 +358,31 @@ function decodedRunId(name: string): string | undefined {
     return fileName(runId) === name ? runId : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * The run id kept in the run directory `dir`, whose name is hashed; undefined when the file holds
+ * an id of another name (not one `put` wrote). Rejects with `ENOENT` when there is none.
+ */
+async function storedRunId(dir: string): Promise<string | undefined> {
+  const runId = await readFile(join(dir, RUN_ID_FILE), 'utf8');
+  return fileName(runId) === basename(dir) ? runId : undefined;
+}
+
+/**
+ * Writes `path` whole or not at all: a reader never sees half a blob. Each write has a partial
+ * file of its own: the same blob is often written by several puts at once (identical payloads in
+ * one batch), and a shared name let one truncate another's bytes or rename them away.
+ */
+async function writeWhole(path: string, data: Uint8Array | string): Promise<void> {
+  const partial = `${path}.${randomUUID()}.partial`;
+  try {
+    await writeFile(partial, data);
+    await rename(partial, path);
+  } catch (err) {
+    await rm(partial, { force: true }).catch(() => undefined);
+    throw err;
   }
 }
 

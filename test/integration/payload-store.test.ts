@@ -39,8 +39,8 @@ function converterFor(store: SubagentPayloadStore): DataConverter {
 }
 
 /** A worker, a client and a service whose payloads over 32 KiB go to `store`. */
-async function withStore(store: SubagentPayloadStore) {
-  const scripted = createScriptedProvider({ name: uniqueName('offloaded') });
+async function withStore(store: SubagentPayloadStore, providerName = uniqueName('offloaded')) {
+  const scripted = createScriptedProvider({ name: providerName });
   const dataConverter = converterFor(store);
   const temporal = await connectTestTemporal('default', { dataConverter });
   // Not sweeping: the tests here sweep the store themselves, at moments of their own.
@@ -390,6 +390,42 @@ describe('in files (the embedded default)', () => {
     expect(swept).toEqual([]);
     expect(result).toEqual({ output: text('done'), stopReason: 'completed' });
   }, 60_000);
+});
+
+describe('run ids too long for a file name', () => {
+  it.each([
+    ['250 characters', 'l'.repeat(241)],
+    ['90 non-ASCII characters', 'é'.repeat(81)],
+  ])(
+    'runs a provider whose name is %s with a 1 MiB prompt and answer offloaded, and the sweep lists the run by its id',
+    async (_case, name) => {
+      // Before, the run's directory was named by its whole encoded id, past the 255 bytes a file
+      // name takes: the start was refused UNAVAILABLE (ENAMETOOLONG), and a turn whose result
+      // was offloaded retried for ever, the run never ending.
+      const dir = mkdtempSync(join(tmpdir(), 'subagent-payloads-long-names-'));
+      const store = new FilePayloadStore(dir);
+      const setup = await withStore(store, uniqueName(name));
+      try {
+        const prompt = MARKER + 'w'.repeat(MiB);
+        const run = setup.start(prompt, ['{input}']);
+        expect(await run.result).toEqual({ output: text(prompt), stopReason: 'completed' });
+        expect(readdirSync(join(dir, 'default')).every((entry) => entry.length <= 255)).toBe(true);
+        // Its blobs two hours old: a sweep would delete them if it took the run for one the
+        // server does not have, as it would a name it could not map back to the run's id.
+        const runDir = readdirSync(join(dir, 'default'))[0]!;
+        const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
+        utimesSync(join(dir, 'default', runDir), twoHoursAgo, twoHoursAgo);
+        expect((await store.runs('default')).map((listed) => listed.runId)).toEqual([run.id]);
+        expect(await sweepPayloads(setup.temporal.client, store)).toEqual([]);
+        const elsewhere = new TemporalSubagentService({ client: setup.temporal.client });
+        expect(await elsewhere.attach(run.id).result).toEqual({ output: text(prompt), stopReason: 'completed' });
+        await run.dispose();
+      } finally {
+        await setup.close();
+      }
+    },
+    60_000,
+  );
 });
 
 describe('a store that cannot be written', () => {

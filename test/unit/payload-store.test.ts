@@ -175,6 +175,43 @@ describe('the store driver', () => {
     expect(readdirSync(namespaceDir)).toEqual([]);
   });
 
+  it('files a run id and namespace too long for a file name (1,000 bytes, tripled by encoding) under a prefix and hash, lists the run by its id, deletes it, and puts it back when a dead sweep left it aside', async () => {
+    // Before, its directory was named by the whole encoded id: every write failed ENAMETOOLONG, so
+    // a start with a payload to offload was refused and a turn's large result retried for ever.
+    const own = new FilePayloadStore(mkdtempSync(join(tmpdir(), 'subagent-payloads-hashed-')));
+    const namespace = `ns-${'ñ'.repeat(300)}`;
+    const runId = `subagent-${'é'.repeat(477)}:${randomUUID()}`;
+    expect(Buffer.byteLength(runId)).toBe(1000);
+    const blob = { namespace, runId, digest: 'a'.repeat(64) };
+    const short = { namespace, runId: 'subagent-short:1', digest: 'b'.repeat(64) };
+    await own.put(blob, Buffer.from('long'));
+    await own.put(short, Buffer.from('short'));
+    expect(Buffer.from((await own.get(blob))!).toString()).toBe('long');
+    expect((await own.runs(namespace)).map((run) => run.runId).sort()).toEqual([runId, short.runId].sort());
+    const [namespaceName] = readdirSync(own.dir);
+    expect(namespaceName!.length).toBeLessThanOrEqual(255);
+    const namespaceDir = join(own.dir, namespaceName!);
+    const names = readdirSync(namespaceDir);
+    // A short id keeps its name: the blobs stored before are found where they are.
+    expect(names).toContain(encodeURIComponent(short.runId));
+    const hashed = names.find((name) => name !== encodeURIComponent(short.runId))!;
+    expect(hashed.startsWith('subagent-%C3%A9')).toBe(true);
+    expect(hashed.length).toBeLessThanOrEqual(
+      255 - '#deleting-1765000000000-00000000-0000-0000-0000-000000000000-'.length,
+    );
+    // Moved aside by a sweep whose process died an hour ago: put back, listed by its id again.
+    const aside = `#deleting-${Date.now() - 60 * 60 * 1000}-${randomUUID()}-${hashed}`;
+    renameSync(join(namespaceDir, hashed), join(namespaceDir, aside));
+    expect((await own.runs(namespace)).map((run) => run.runId).sort()).toEqual([runId, short.runId].sort());
+    expect(Buffer.from((await own.get(blob))!).toString()).toBe('long');
+    expect(await own.deleteRun(namespace, runId, Date.now())).toBe(true);
+    expect(await own.get(blob)).toBeUndefined();
+    expect((await own.runs(namespace)).map((run) => run.runId)).toEqual([short.runId]);
+    // A name of that form without the id kept in it (another program's, or a put under way) is left alone.
+    mkdirSync(join(namespaceDir, `x#${'c'.repeat(64)}`));
+    expect((await own.runs(namespace)).map((run) => run.runId)).toEqual([short.runId]);
+  });
+
   it('lists 3,000 runs with at most 32 run directories stat-ed at once, each with its time, past one gone since the listing', async () => {
     // Before, every run directory was stat-ed at once (100,000 requests queued ahead of every
     // other file operation of the worker). Node's own async hooks count the file system requests
