@@ -4,7 +4,7 @@
 // retry can fix, and streamed text handed to the run's observers in batches.
 import { createHash, randomBytes } from 'node:crypto';
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
-import { payloadLimitViolation } from '../src/seam/constants';
+import { MAX_TIMER_MS, payloadLimitViolation } from '../src/seam/constants';
 import { canonicalJson } from '../src/seam/json';
 import type { ContentBlock } from '../src/seam/content';
 import type { SubagentApprovalDecision, SubagentPermissionDecision } from '../src/seam/result';
@@ -59,7 +59,7 @@ export interface ActivityDependencies {
   /** Prices each model call (`costUsd`); a model it lacks costs 0. */
   modelPrices?: SubagentModelPrices;
   /** When a streaming turn or model call hands its text on (default `TEXT_BATCHES`). */
-  textBatches?: { firstMs: number; maxMs: number };
+  textBatches?: TextBatches;
   cache?: RunContextCache;
   /** How often the host heartbeats while an activity runs; cancellation arrives with heartbeats. */
   heartbeatIntervalMs?: number;
@@ -117,8 +117,19 @@ export interface ActivityHost {
   textPublisher(runId: string, turn: number): TextPublisher | undefined;
 }
 
-/** How often streamed text is handed on: first after 250 ms, then at most every second. */
-export const TEXT_BATCHES = { firstMs: 250, maxMs: 1000 };
+/**
+ * How streamed text is handed on: first after 250 ms, then at most every second, and at most 2,000
+ * batches for one attempt of a call or turn (`textPublisher` says how they are spread).
+ */
+export const TEXT_BATCHES: TextBatches = { firstMs: 250, maxMs: 1000, maxBatches: 2000 };
+
+/** When streamed text is handed on: see `textPublisher`. */
+export interface TextBatches {
+  firstMs: number;
+  maxMs: number;
+  /** The most batches the first attempt of a call or turn sends; each retry sends half as many as the one before. */
+  maxBatches?: number;
+}
 
 export interface TextPublisher {
   add(delta: string): void;
@@ -259,7 +270,11 @@ export function createActivityHost(deps: ActivityDependencies): ActivityHost {
       const { publishText, textBatches = TEXT_BATCHES } = deps;
       if (!publishText) return undefined;
       const { attempt } = Context.current().info;
-      return textPublisher((batch) => publishText(runId, { turn, attempt, ...batch }), textBatches);
+      // Every attempt of a turn adds to the one Temporal run the turn holds from continuing as new:
+      // halving the budget with each retry keeps all of them together under twice the first's.
+      const maxBatches = Math.floor((textBatches.maxBatches ?? TEXT_BATCHES.maxBatches!) / 2 ** (attempt - 1));
+      if (maxBatches < 1) return undefined;
+      return textPublisher((batch) => publishText(runId, { turn, attempt, ...batch }), { ...textBatches, maxBatches });
     },
   };
 }
@@ -268,33 +283,48 @@ export function createActivityHost(deps: ActivityDependencies): ActivityHost {
  * Hands streamed text and reasoning on in batches, in order. The first goes `firstMs` after the
  * text begins, so a call that ends sooner publishes nothing (its result holds the whole text); each
  * wait after it is twice the one before, up to `maxMs`: the first words come soon, and a long
- * answer costs a batch per `maxMs` (each batch is a history event and a workflow task). `close`
- * drops what is not sent yet and waits for what is, so every batch is in history before the
- * call's result. A batch that cannot be sent is skipped.
+ * answer costs a batch per `maxMs` (each batch is a history event and a workflow task). A turn is
+ * one activity, and its run cannot continue as new until it ends, so what one attempt sends is
+ * bounded: after the first quarter of `maxBatches`, each wait is longer than the last, doubling
+ * with every sixteenth, and past `maxBatches` nothing more is sent (at 1 s and 2,000, text that
+ * never stops reaches the budget after about eight days). `close` drops what is not sent yet and
+ * waits for what is, so every batch is in history before the call's result. A batch that cannot be
+ * sent is skipped.
  */
 export function textPublisher(
   publish: (batch: TextBatch) => Promise<void>,
-  { firstMs, maxMs }: { firstMs: number; maxMs: number },
+  { firstMs, maxMs, maxBatches = TEXT_BATCHES.maxBatches! }: TextBatches,
 ): TextPublisher {
+  const steady = Math.floor(maxBatches / 4);
+  const doubling = maxBatches / 16;
   let text = '';
   let reasoning = '';
   let timer: NodeJS.Timeout | undefined;
   let sending = Promise.resolve();
   let waitMs = firstMs;
+  let sent = 0;
   const flush = () => {
     timer = undefined;
-    waitMs = Math.min(waitMs * 2, maxMs);
-    if (!text && !reasoning) return;
-    const batch: TextBatch = { text, ...(reasoning ? { reasoning } : {}) };
-    text = reasoning = '';
-    sending = sending.then(() => publish(batch)).catch(() => undefined);
+    if (text || reasoning) {
+      const batch: TextBatch = { text, ...(reasoning ? { reasoning } : {}) };
+      text = reasoning = '';
+      sent++;
+      sending = sending.then(() => publish(batch)).catch(() => undefined);
+    }
+    // A longer wait than a Node timer holds would fire at once.
+    waitMs =
+      sent < steady ? Math.min(waitMs * 2, maxMs) : Math.min(maxMs * 2 ** ((sent - steady) / doubling), MAX_TIMER_MS);
   };
+  // Past the budget the text is not kept either: the result holds what the call answers.
+  const spent = () => sent >= maxBatches;
   return {
     add(delta) {
+      if (spent()) return;
       text += delta;
       timer ??= setTimeout(flush, waitMs);
     },
     addReasoning(delta) {
+      if (spent()) return;
       reasoning += delta;
       timer ??= setTimeout(flush, waitMs);
     },

@@ -493,6 +493,10 @@ it.each([
     { textBatches: { firstMs: NaN, maxMs: 1000 } },
   ],
   ['textBatches.maxMs below its firstMs', { textBatches: { firstMs: 500, maxMs: 100 } }],
+  [
+    'textBatches.maxBatches of NaN (its waits a NaN, a batch every millisecond, with no budget)',
+    { textBatches: { firstMs: 250, maxMs: 1000, maxBatches: NaN } },
+  ],
   ['contextCacheSize of NaN (it never evicted a run)', { contextCacheSize: NaN }],
   [
     'maxPayloadBytes of NaN (every turn of every run ended error, over "the NaN-byte payload limit")',

@@ -1,0 +1,127 @@
+// One turn that streams for a long time: an ACP turn is one activity, so its run cannot continue as
+// new until it ends, and every batch of its text is a signal (and a workflow task) in that one
+// Temporal run. Each test runs on a dev server of its own whose limits a fast stream reaches in
+// seconds (the scripted ACP test agent in a real child process, batches a few milliseconds apart),
+// as a turn of hours would reach the server's defaults.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { temporal as proto } from '@temporalio/proto';
+import type { SubagentMessageUndeliveredInfo } from '../../src';
+import { type AcpScriptedTurn, acpTestAgentCommand } from '../../src/testing';
+import { createAcpProvider } from '../../src/worker';
+import { statusQuery } from '../../workflows/definitions';
+import { eventually, newService, startTestServer, startWorker, text, uniqueName } from '../helpers/temporal';
+
+const cwd = mkdtempSync(join(tmpdir(), 'subagent-streaming-turn-'));
+/** Whole batches, a few milliseconds apart, and at most 20 for a turn. */
+const TEXT_BATCHES = { firstMs: 1, maxMs: 2, maxBatches: 20 };
+/** 3,000 chunks a millisecond or so apart: thousands of batches at the pace above, without a budget. */
+const CHUNKS = Array.from({ length: 3000 }, (_, i) => `w${i} `);
+const WHOLE = CHUNKS.join('');
+const { EventType } = proto.api.enums.v1;
+
+type Service = ReturnType<typeof newService>;
+type Temporal = Awaited<ReturnType<typeof startTestServer>>;
+
+/** A streaming turn on a server of its own with `dynamicConfig`; `check` looks at the run. */
+async function streamOn(
+  dynamicConfig: Record<string, unknown>,
+  turn: AcpScriptedTurn,
+  check: (run: ReturnType<Service['start']>, service: Service, temporal: Temporal) => Promise<void>,
+) {
+  const temporal = await startTestServer({ dynamicConfig });
+  const provider = createAcpProvider({
+    name: uniqueName('streaming-turn'),
+    ...acpTestAgentCommand({ turns: [{ chunks: CHUNKS, chunkDelayMs: 1, ...turn }] }),
+    askToolKinds: ['execute'],
+    killGraceMs: 500,
+    initializeTimeoutMs: 10_000,
+    runSettings: { retry: { maximumAttempts: 1 } },
+  });
+  const stopWorker = await startWorker(temporal, [provider], { textBatches: TEXT_BATCHES });
+  try {
+    const service = newService(temporal);
+    service.registerProvider(provider);
+    const run = service.start(provider.name, {
+      prompt: text('stream'),
+      parent: { id: 'p', session: { header: { id: 's', cwd } } },
+    });
+    await check(run, service, temporal);
+    await run.dispose();
+  } finally {
+    await stopWorker();
+    await temporal.close();
+  }
+}
+
+/** The turn completed, its result holding the whole text. */
+async function settledWithWholeText(run: ReturnType<Service['start']>): Promise<void> {
+  const result = await run.result;
+  expect([result.stopReason, result.diagnostic]).toEqual(['completed', undefined]);
+  expect(result.output).toEqual(text(WHOLE));
+}
+
+/** The text the run's observers were handed, in order. */
+async function streamed(run: ReturnType<Service['start']>): Promise<string> {
+  let seen = '';
+  for await (const event of run.events!({ follow: false })) {
+    if (event.type === 'text-delta') seen += event.text;
+  }
+  return seen;
+}
+
+it("keeps a turn's streamed text within its batch budget, so the run still takes a steering message and a permission decision after it on a server that takes 60 signals (they were refused past the limit: the message RESOURCE_EXHAUSTED, the approved request cancelled)", async () => {
+  const ask = { title: 'run the tests', kind: 'execute', rawInput: { command: 'npm test' } };
+  await streamOn(
+    { 'history.maximumSignalsPerExecution': 60 },
+    { askPermission: ask, askPermissionLast: true },
+    async (run, service, temporal) => {
+      // The agent has streamed all its text and waits for a person to answer.
+      let requestId: string | undefined;
+      for await (const event of run.events!()) {
+        if (event.type !== 'approval-requested') continue;
+        requestId = event.requestId;
+        break;
+      }
+      const undelivered: SubagentMessageUndeliveredInfo[] = [];
+      service.on('subagent/message-undelivered', (info) => undelivered.push(info));
+      run.sendMessage!(text('after the stream'));
+      const handle = temporal.client.workflow.getHandle(run.id);
+      await eventually(async () =>
+        undelivered.length > 0 || (await handle.query(statusQuery)).pendingMessages === 1 ? true : undefined,
+      );
+      expect(undelivered.map((info) => info.error.code)).toEqual([]);
+      await run.approve!(requestId!, 'allow');
+      // The agent was told it may, and the message was its next prompt.
+      expect(await run.result).toEqual({ output: text('echo: after the stream'), stopReason: 'completed' });
+
+      const history = await handle.fetchHistory();
+      const signals = (name: string) =>
+        history.events!.filter(
+          (event) =>
+            event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED &&
+            event.workflowExecutionSignaledEventAttributes?.signalName === name,
+        );
+      expect(signals('permissionDecided')).toHaveLength(1);
+      expect(signals('textDelta').length).toBeGreaterThan(0);
+      expect(signals('textDelta').length).toBeLessThanOrEqual(TEXT_BATCHES.maxBatches);
+      // What observers were handed is the beginning of what the agent said.
+      const seen = await streamed(run);
+      expect(seen.length).toBeGreaterThan(0);
+      expect(`${WHOLE}permission: allow_once`.startsWith(seen)).toBe(true);
+    },
+  );
+}, 180_000);
+
+it('keeps a turn that streams for long from getting its run terminated at the history limit (a server that ends a run past 300 events)', async () => {
+  await streamOn(
+    { 'limit.historyCount.error': 300, 'limit.historyCount.warn': 200 },
+    {},
+    async (run, _service, temporal) => {
+      await settledWithWholeText(run);
+      const { status } = await temporal.client.workflow.getHandle(run.id).describe();
+      expect(status.name).toBe('COMPLETED');
+    },
+  );
+}, 180_000);

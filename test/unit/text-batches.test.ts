@@ -1,0 +1,54 @@
+// The pace at which streamed text is handed to a run (`textPublisher`), on jest's fake clock: soon
+// at first, then ever further apart, and never more batches than one attempt's budget, however
+// long the text flows.
+import { type TextBatch, textPublisher } from '../../activities/host';
+import { MAX_TIMER_MS } from '../../src/seam/constants';
+
+beforeEach(() => jest.useFakeTimers({ now: 0 }));
+afterEach(() => jest.useRealTimers());
+
+/** Text added every millisecond for `forMs`; when each batch was published, and what it held. */
+async function streamFor(forMs: number, batches: { firstMs: number; maxMs: number; maxBatches: number }) {
+  const published: { at: number; batch: TextBatch }[] = [];
+  const publisher = textPublisher(async (batch) => {
+    published.push({ at: Date.now(), batch });
+  }, batches);
+  for (let ms = 0; ms < forMs; ms++) {
+    publisher.add('x');
+    await jest.advanceTimersByTimeAsync(1);
+  }
+  await publisher.close();
+  return published;
+}
+
+it("spreads a turn's batches ever further apart after the first quarter of its budget, and sends none past it", async () => {
+  const published = await streamFor(100_000, { firstMs: 1, maxMs: 8, maxBatches: 16 });
+  // 1, 2, 4 and 8 ms for the first quarter; then each wait doubles with every sixteenth (one batch).
+  const waits = published.map(({ at }, i) => at - (i === 0 ? 0 : published[i - 1]!.at));
+  expect(waits).toEqual([1, 2, 4, 8, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]);
+  // Text keeps flowing; nothing more is sent, and nothing is lost before the budget is spent.
+  expect(published.map(({ batch }) => batch.text).join('')).toBe('x'.repeat(published.at(-1)!.at));
+});
+
+it('waits no longer than a Node timer holds: a longer wait would fire after 1 ms, a batch per millisecond', async () => {
+  const published: number[] = [];
+  const publisher = textPublisher(
+    async () => {
+      published.push(Date.now());
+    },
+    { firstMs: 1, maxMs: MAX_TIMER_MS, maxBatches: 4 },
+  );
+  // One batch at the usual pace, one after the longest wait a timer holds.
+  publisher.add('x');
+  await jest.advanceTimersByTimeAsync(1);
+  publisher.add('x');
+  await jest.advanceTimersByTimeAsync(MAX_TIMER_MS);
+  expect(published).toEqual([1, 1 + MAX_TIMER_MS]);
+  // The next wait would be 16 times that: it is the longest a timer holds again.
+  publisher.add('x');
+  await jest.advanceTimersByTimeAsync(1000);
+  expect(published).toHaveLength(2);
+  await jest.advanceTimersByTimeAsync(MAX_TIMER_MS - 1000);
+  expect(published).toEqual([1, 1 + MAX_TIMER_MS, 1 + 2 * MAX_TIMER_MS]);
+  await publisher.close();
+});
