@@ -119,9 +119,15 @@ export interface ActivityHost {
 
 /**
  * How streamed text is handed on: first after 250 ms, then at most every second, and at most 2,000
- * batches for one attempt of a call or turn (`textPublisher` says how they are spread).
+ * batches and 8 MiB of text for one attempt of a call or turn (`textPublisher` says how).
  */
-export const TEXT_BATCHES: TextBatches = { firstMs: 250, maxMs: 1000, maxBatches: 2000 };
+export const TEXT_BATCHES: TextBatches = { firstMs: 250, maxMs: 1000, maxBatches: 2000, maxBytes: 8 * 1024 * 1024 };
+
+/**
+ * A batch is sent at once when it holds this much (UTF-8): as JSON, even text of escaped control
+ * characters (6 bytes each) stays within the 2 MiB a payload may take.
+ */
+export const MAX_BATCH_BYTES = 256 * 1024;
 
 /** When streamed text is handed on: see `textPublisher`. */
 export interface TextBatches {
@@ -129,6 +135,8 @@ export interface TextBatches {
   maxMs: number;
   /** The most batches the first attempt of a call or turn sends; each retry sends half as many as the one before. */
   maxBatches?: number;
+  /** The most bytes of text and reasoning (UTF-8) the first attempt sends; each retry half as many. */
+  maxBytes?: number;
 }
 
 export interface TextPublisher {
@@ -272,9 +280,15 @@ export function createActivityHost(deps: ActivityDependencies): ActivityHost {
       const { attempt } = Context.current().info;
       // Every attempt of a turn adds to the one Temporal run the turn holds from continuing as new:
       // halving the budget with each retry keeps all of them together under twice the first's.
-      const maxBatches = Math.floor((textBatches.maxBatches ?? TEXT_BATCHES.maxBatches!) / 2 ** (attempt - 1));
-      if (maxBatches < 1) return undefined;
-      return textPublisher((batch) => publishText(runId, { turn, attempt, ...batch }), { ...textBatches, maxBatches });
+      const share = (budget: number) => Math.floor(budget / 2 ** (attempt - 1));
+      const maxBatches = share(textBatches.maxBatches ?? TEXT_BATCHES.maxBatches!);
+      const maxBytes = share(textBatches.maxBytes ?? TEXT_BATCHES.maxBytes!);
+      if (maxBatches < 1 || maxBytes < 1) return undefined;
+      return textPublisher((batch) => publishText(runId, { turn, attempt, ...batch }), {
+        ...textBatches,
+        maxBatches,
+        maxBytes,
+      });
     },
   };
 }
@@ -287,13 +301,14 @@ export function createActivityHost(deps: ActivityDependencies): ActivityHost {
  * one activity, and its run cannot continue as new until it ends, so what one attempt sends is
  * bounded: after the first quarter of `maxBatches`, each wait is longer than the last, doubling
  * with every sixteenth, and past `maxBatches` nothing more is sent (at 1 s and 2,000, text that
- * never stops reaches the budget after about eight days). `close` drops what is not sent yet and
- * waits for what is, so every batch is in history before the call's result. A batch that cannot be
- * sent is skipped.
+ * never stops reaches the budget after about eight days); nor past `maxBytes` of text, and a batch
+ * goes at once when it holds `MAX_BATCH_BYTES`. Past a budget the text is not kept either (the
+ * call's result holds what it answers). `close` drops what is not sent yet and waits for what is,
+ * so every batch is in history before the call's result. A batch that cannot be sent is skipped.
  */
 export function textPublisher(
   publish: (batch: TextBatch) => Promise<void>,
-  { firstMs, maxMs, maxBatches = TEXT_BATCHES.maxBatches! }: TextBatches,
+  { firstMs, maxMs, maxBatches = TEXT_BATCHES.maxBatches!, maxBytes = TEXT_BATCHES.maxBytes! }: TextBatches,
 ): TextPublisher {
   const steady = Math.floor(maxBatches / 4);
   const doubling = maxBatches / 16;
@@ -303,30 +318,56 @@ export function textPublisher(
   let sending = Promise.resolve();
   let waitMs = firstMs;
   let sent = 0;
+  /** Bytes of text taken (sent, or in the batch under way), and in the batch under way. */
+  let taken = 0;
+  let pending = 0;
+  /** Once a budget is spent nothing more is taken. */
+  let spent = false;
   const flush = () => {
     timer = undefined;
     if (text || reasoning) {
       const batch: TextBatch = { text, ...(reasoning ? { reasoning } : {}) };
       text = reasoning = '';
+      pending = 0;
       sent++;
+      if (sent >= maxBatches) spent = true;
       sending = sending.then(() => publish(batch)).catch(() => undefined);
     }
     // A longer wait than a Node timer holds would fire at once.
     waitMs =
       sent < steady ? Math.min(waitMs * 2, maxMs) : Math.min(maxMs * 2 ** ((sent - steady) / doubling), MAX_TIMER_MS);
   };
-  // Past the budget the text is not kept either: the result holds what the call answers.
-  const spent = () => sent >= maxBatches;
+  /** Whether `delta` is to go in the batch under way; sends the batch at once once it is full. */
+  const take = (delta: string): boolean => {
+    if (spent) return false;
+    const bytes = Buffer.byteLength(delta);
+    if (taken + bytes > maxBytes) {
+      // Nothing after it either: observers see the text's beginning whole, the result the rest.
+      spent = true;
+      return false;
+    }
+    taken += bytes;
+    pending += bytes;
+    return true;
+  };
+  const queue = () => {
+    if (pending >= MAX_BATCH_BYTES) {
+      clearTimeout(timer);
+      flush();
+    } else {
+      timer ??= setTimeout(flush, waitMs);
+    }
+  };
   return {
     add(delta) {
-      if (spent()) return;
+      if (!take(delta)) return;
       text += delta;
-      timer ??= setTimeout(flush, waitMs);
+      queue();
     },
     addReasoning(delta) {
-      if (spent()) return;
+      if (!take(delta)) return;
       reasoning += delta;
-      timer ??= setTimeout(flush, waitMs);
+      queue();
     },
     async close() {
       clearTimeout(timer);

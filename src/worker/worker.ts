@@ -64,10 +64,11 @@ export interface SubagentWorkerOptions {
    * When a streaming model call or turn hands its text to the run's observers: the first batch
    * `firstMs` after the text begins, then each wait twice the last, up to `maxMs`. Each batch is a
    * history event and a workflow task in the one Temporal run a turn holds until it ends, so one
-   * attempt sends at most `maxBatches`, each retry half as many: after the first quarter of them,
-   * each wait doubles with every sixteenth. Default 250 ms, 1 s and 2,000.
+   * attempt sends at most `maxBatches` and `maxBytes` of text, each retry half as much: after the
+   * first quarter of the batches, each wait doubles with every sixteenth. Default 250 ms, 1 s,
+   * 2,000 and 8 MiB.
    */
-  textBatches?: { firstMs: number; maxMs: number; maxBatches?: number };
+  textBatches?: { firstMs: number; maxMs: number; maxBatches?: number; maxBytes?: number };
   /**
    * USD per million tokens by model name, which prices each model call for budgets and the spend
    * a run reports. Default: `SUBAGENT_MODEL_PRICES` (the same table as JSON), else none (cost 0).
@@ -404,12 +405,13 @@ function checkWorkerNumbers(options: SubagentWorkerOptions): void {
     `0 (never) or a whole number of milliseconds up to ${MAX_TIMER_MS} (about 24.8 days, the longest a timer holds)`,
   );
   if (options.textBatches !== undefined) {
-    const { firstMs, maxMs, maxBatches } = (options.textBatches ?? {}) as Partial<
+    const { firstMs, maxMs, maxBatches, maxBytes } = (options.textBatches ?? {}) as Partial<
       NonNullable<SubagentWorkerOptions['textBatches']>
     >;
     timer('textBatches.firstMs', firstMs ?? NaN, 1);
     timer('textBatches.maxMs', maxMs ?? NaN, firstMs!);
     check('textBatches.maxBatches', maxBatches, 1, Number.MAX_SAFE_INTEGER, 'a whole number, 1 or more');
+    check('textBatches.maxBytes', maxBytes, 1, Number.MAX_SAFE_INTEGER, 'a whole number of bytes, 1 or more');
   }
   if (options.modelPrices !== undefined) checkModelPrices(options.modelPrices, 'modelPrices');
   check('contextCacheSize', options.contextCacheSize, 0, Number.MAX_SAFE_INTEGER, 'a whole number of runs, 0 or more');

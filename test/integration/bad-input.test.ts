@@ -497,6 +497,7 @@ it.each([
     'textBatches.maxBatches of NaN (its waits a NaN, a batch every millisecond, with no budget)',
     { textBatches: { firstMs: 250, maxMs: 1000, maxBatches: NaN } },
   ],
+  ['textBatches.maxBytes of 0', { textBatches: { firstMs: 250, maxMs: 1000, maxBytes: 0 } }],
   ['contextCacheSize of NaN (it never evicted a run)', { contextCacheSize: NaN }],
   [
     'maxPayloadBytes of NaN (every turn of every run ended error, over "the NaN-byte payload limit")',

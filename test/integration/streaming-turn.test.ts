@@ -11,11 +11,20 @@ import type { SubagentMessageUndeliveredInfo } from '../../src';
 import { type AcpScriptedTurn, acpTestAgentCommand } from '../../src/testing';
 import { createAcpProvider } from '../../src/worker';
 import { statusQuery } from '../../workflows/definitions';
-import { eventually, newService, startTestServer, startWorker, text, uniqueName } from '../helpers/temporal';
+import { agentLog } from '../helpers/acp';
+import {
+  eventually,
+  FRESH_PROCESS_WITHIN_MS,
+  newService,
+  startTestServer,
+  startWorker,
+  text,
+  uniqueName,
+} from '../helpers/temporal';
 
 const cwd = mkdtempSync(join(tmpdir(), 'subagent-streaming-turn-'));
-/** Whole batches, a few milliseconds apart, and at most 20 for a turn. */
-const TEXT_BATCHES = { firstMs: 1, maxMs: 2, maxBatches: 20 };
+/** Batches a few milliseconds apart, at most 20 for a turn, and at most 1 MiB of text. */
+const TEXT_BATCHES = { firstMs: 1, maxMs: 2, maxBatches: 20, maxBytes: 1024 * 1024 };
 /** 3,000 chunks a millisecond or so apart: thousands of batches at the pace above, without a budget. */
 const CHUNKS = Array.from({ length: 3000 }, (_, i) => `w${i} `);
 const WHOLE = CHUNKS.join('');
@@ -24,16 +33,26 @@ const { EventType } = proto.api.enums.v1;
 type Service = ReturnType<typeof newService>;
 type Temporal = Awaited<ReturnType<typeof startTestServer>>;
 
-/** A streaming turn on a server of its own with `dynamicConfig`; `check` looks at the run. */
+/** What the agent logs: each chunk it sends, by prompt. */
+interface AgentEvent {
+  event: string;
+  index?: number;
+}
+
+/** The ACP test agent playing `turns` on a server of its own with `dynamicConfig`; `check` looks at the run. */
 async function streamOn(
   dynamicConfig: Record<string, unknown>,
-  turn: AcpScriptedTurn,
-  check: (run: ReturnType<Service['start']>, service: Service, temporal: Temporal) => Promise<void>,
+  turns: AcpScriptedTurn[],
+  check: (
+    run: ReturnType<Service['start']>,
+    context: { service: Service; temporal: Temporal; agentEvents: () => AgentEvent[] },
+  ) => Promise<void>,
 ) {
   const temporal = await startTestServer({ dynamicConfig });
+  const { path: log, events: agentEvents } = agentLog<AgentEvent>();
   const provider = createAcpProvider({
     name: uniqueName('streaming-turn'),
-    ...acpTestAgentCommand({ turns: [{ chunks: CHUNKS, chunkDelayMs: 1, ...turn }] }),
+    ...acpTestAgentCommand({ turns }, log),
     askToolKinds: ['execute'],
     killGraceMs: 500,
     initializeTimeoutMs: 10_000,
@@ -47,7 +66,7 @@ async function streamOn(
       prompt: text('stream'),
       parent: { id: 'p', session: { header: { id: 's', cwd } } },
     });
-    await check(run, service, temporal);
+    await check(run, { service, temporal, agentEvents });
     await run.dispose();
   } finally {
     await stopWorker();
@@ -75,8 +94,8 @@ it("keeps a turn's streamed text within its batch budget, so the run still takes
   const ask = { title: 'run the tests', kind: 'execute', rawInput: { command: 'npm test' } };
   await streamOn(
     { 'history.maximumSignalsPerExecution': 60 },
-    { askPermission: ask, askPermissionLast: true },
-    async (run, service, temporal) => {
+    [{ chunks: CHUNKS, chunkDelayMs: 1, askPermission: ask, askPermissionLast: true }],
+    async (run, { service, temporal }) => {
       // The agent has streamed all its text and waits for a person to answer.
       let requestId: string | undefined;
       for await (const event of run.events!()) {
@@ -117,11 +136,37 @@ it("keeps a turn's streamed text within its batch budget, so the run still takes
 it('keeps a turn that streams for long from getting its run terminated at the history limit (a server that ends a run past 300 events)', async () => {
   await streamOn(
     { 'limit.historyCount.error': 300, 'limit.historyCount.warn': 200 },
-    {},
-    async (run, _service, temporal) => {
+    [{ chunks: CHUNKS, chunkDelayMs: 1 }],
+    async (run, { temporal }) => {
       await settledWithWholeText(run);
       const { status } = await temporal.client.workflow.getHandle(run.id).describe();
       expect(status.name).toBe('COMPLETED');
+    },
+  );
+}, 180_000);
+
+it('keeps what a turn of many prompts streams within its byte budget, so its run is not terminated at the history size limit (a server that ends a run past 3 MiB: 3 prompts of 1.2 MiB each, the steering between them)', async () => {
+  const prompt = { chunks: ['y'.repeat(10 * 1024)], repeatChunks: 120, chunkDelayMs: 10 };
+  await streamOn(
+    { 'limit.historySize.error': 3 * 1024 * 1024, 'limit.historySize.warn': 1024 * 1024 },
+    [prompt, prompt, { ...prompt, chunks: ['z'.repeat(10 * 1024)] }],
+    async (run, { agentEvents }) => {
+      // A message while each of the first two prompts streams: the next prompt of the same turn.
+      for (const index of [0, 1]) {
+        await eventually(
+          () => agentEvents().find((e) => e.event === 'chunk' && e.index === index),
+          FRESH_PROCESS_WITHIN_MS,
+        );
+        run.sendMessage!(text(`go on ${index}`));
+      }
+      const result = await run.result;
+      expect([result.stopReason, result.diagnostic]).toEqual(['completed', undefined]);
+      expect(result.output).toEqual(text('z'.repeat(1200 * 1024)));
+      // Observers were handed the beginning of the first prompt's text, up to the budget.
+      const seen = await streamed(run);
+      expect(seen.length).toBeGreaterThan(0);
+      expect(seen.length).toBeLessThanOrEqual(TEXT_BATCHES.maxBytes);
+      expect(seen).toBe('y'.repeat(seen.length));
     },
   );
 }, 180_000);

@@ -1,7 +1,7 @@
 // The pace at which streamed text is handed to a run (`textPublisher`), on jest's fake clock: soon
 // at first, then ever further apart, and never more batches than one attempt's budget, however
 // long the text flows.
-import { type TextBatch, textPublisher } from '../../activities/host';
+import { MAX_BATCH_BYTES, type TextBatch, textPublisher } from '../../activities/host';
 import { MAX_TIMER_MS } from '../../src/seam/constants';
 
 beforeEach(() => jest.useFakeTimers({ now: 0 }));
@@ -50,5 +50,24 @@ it('waits no longer than a Node timer holds: a longer wait would fire after 1 ms
   expect(published).toHaveLength(2);
   await jest.advanceTimersByTimeAsync(MAX_TIMER_MS - 1000);
   expect(published).toEqual([1, 1 + MAX_TIMER_MS, 1 + 2 * MAX_TIMER_MS]);
+  await publisher.close();
+});
+
+it('sends a batch at once when it holds MAX_BATCH_BYTES, however long the wait, and takes no text past maxBytes', async () => {
+  const published: { at: number; text: string }[] = [];
+  const publisher = textPublisher(
+    async ({ text }) => {
+      published.push({ at: Date.now(), text });
+    },
+    { firstMs: 60_000, maxMs: 60_000, maxBatches: 100, maxBytes: 3 * MAX_BATCH_BYTES },
+  );
+  const piece = 'é'.repeat(MAX_BATCH_BYTES / 8); // a quarter of a full batch in UTF-8
+  for (let i = 0; i < 14; i++) publisher.add(piece);
+  // Three full batches at once; nothing past the budget is kept: not the last two pieces, nor later text.
+  await jest.advanceTimersByTimeAsync(0);
+  expect(published).toEqual([0, 1, 2].map(() => ({ at: 0, text: piece.repeat(4) })));
+  publisher.add('x');
+  await jest.advanceTimersByTimeAsync(10 * 60_000);
+  expect(published).toHaveLength(3);
   await publisher.close();
 });
