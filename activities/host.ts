@@ -303,7 +303,8 @@ export function createActivityHost(deps: ActivityDependencies): ActivityHost {
  * with every sixteenth, and past `maxBatches` nothing more is sent (at 1 s and 2,000, text that
  * never stops reaches the budget after about eight days); nor past `maxBytes` of text, and a batch
  * goes at once when it holds `MAX_BATCH_BYTES`. Past a budget the text is not kept either (the
- * call's result holds what it answers). `close` drops what is not sent yet and waits for what is,
+ * call's result holds what it answers). `close` drops what is not sent yet, unless the waits have
+ * grown past `maxMs` (it may be an earlier prompt's, not the result's), and waits for what is sent,
  * so every batch is in history before the call's result. A batch that cannot be sent is skipped.
  */
 export function textPublisher(
@@ -371,6 +372,10 @@ export function textPublisher(
     },
     async close() {
       clearTimeout(timer);
+      // Once the waits have grown, what waits may be an earlier prompt's last words, which the
+      // turn's result (its last prompt's) does not hold; before, it is at most `maxMs` of the
+      // result's own text.
+      if (waitMs > maxMs && sent < maxBatches) flush();
       text = reasoning = '';
       await sending;
     },

@@ -125,10 +125,10 @@ it("keeps a turn's streamed text within its batch budget, so the run still takes
       expect(signals('permissionDecided')).toHaveLength(1);
       expect(signals('textDelta').length).toBeGreaterThan(0);
       expect(signals('textDelta').length).toBeLessThanOrEqual(TEXT_BATCHES.maxBatches);
-      // What observers were handed is the beginning of what the agent said.
+      // What observers were handed is the beginning of what the agent said, in both prompts.
       const seen = await streamed(run);
       expect(seen.length).toBeGreaterThan(0);
-      expect(`${WHOLE}permission: allow_once`.startsWith(seen)).toBe(true);
+      expect(`${WHOLE}permission: allow_onceecho: after the stream`.startsWith(seen)).toBe(true);
     },
   );
 }, 180_000);

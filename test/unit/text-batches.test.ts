@@ -71,3 +71,31 @@ it('sends a batch at once when it holds MAX_BATCH_BYTES, however long the wait, 
   expect(published).toHaveLength(3);
   await publisher.close();
 });
+
+it('sends what waits at the close once the waits have grown past maxMs (it was dropped: an earlier prompt’s last words, which the result does not hold), and drops it before', async () => {
+  const publish =
+    (into: string[]) =>
+    async ({ text }: TextBatch) => {
+      into.push(text);
+    };
+  const batches = { firstMs: 10, maxMs: 10, maxBatches: 8 };
+  const early: string[] = [];
+  const soon = textPublisher(publish(early), batches);
+  soon.add('a');
+  await jest.advanceTimersByTimeAsync(10);
+  soon.add('the result holds this');
+  await soon.close();
+  expect(early).toEqual(['a']);
+
+  const late: string[] = [];
+  const grown = textPublisher(publish(late), batches);
+  for (const word of ['a', 'b', 'c']) {
+    grown.add(word);
+    await jest.advanceTimersByTimeAsync(60_000);
+  }
+  // Past the first quarter the waits grow (40 ms after the third batch): the close comes first.
+  grown.add('prompt 1 ends; ');
+  grown.add('prompt 2');
+  await grown.close();
+  expect(late).toEqual(['a', 'b', 'c', 'prompt 1 ends; prompt 2']);
+});
