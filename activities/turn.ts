@@ -48,6 +48,7 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
         let consumed = 0;
         const taken: ContentBlock[][] = [];
         const publisher = host.textPublisher(runId, input.turn);
+        const asking = fewAtOnce(MAX_ASKS_AT_ONCE, activity.cancellationSignal);
         const delegated: SubagentRun[] = [];
         // A retried turn that delegates as its earlier attempt did joins the runs that attempt started.
         const delegate =
@@ -77,10 +78,12 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
           ...(deps.requestApproval
             ? {
                 requestApproval: (call) =>
-                  deps.requestApproval!(
-                    runId,
-                    { turn: input.turn, key: approvalKey(call), ...call },
-                    activity.cancellationSignal,
+                  asking(() =>
+                    deps.requestApproval!(
+                      runId,
+                      { turn: input.turn, key: approvalKey(call), ...call },
+                      activity.cancellationSignal,
+                    ),
                   ),
               }
             : {}),
@@ -175,6 +178,49 @@ function withStructured(
     ...rest,
     stopReason: 'error',
     diagnostic: `the provider's structured result is invalid: ${violations.join('; ')}`,
+  };
+}
+
+/**
+ * The most approvals one turn asks its run for at once. Each ask is an update the run holds in
+ * flight until someone answers, and the server lets a run have 10 in flight
+ * (`history.maxInFlightUpdates`): past that it refuses every update, the answers (`approve`) and
+ * `dispose` among them, so an agent that asked for 10 permissions at once could not be answered.
+ */
+export const MAX_ASKS_AT_ONCE = 4;
+
+/**
+ * Runs the calls given it `max` at a time, the rest waiting in order for one to end; a call still
+ * waiting when `signal` aborts rejects with its reason, never run.
+ */
+function fewAtOnce(max: number, signal: AbortSignal): <T>(call: () => Promise<T>) => Promise<T> {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  return async (call) => {
+    if (running < max) running++;
+    else {
+      // The call that ends hands its place on: `running` stays as it is.
+      await new Promise<void>((resolve, reject) => {
+        if (signal.aborted) return reject(signal.reason);
+        const start = () => {
+          signal.removeEventListener('abort', abort);
+          resolve();
+        };
+        const abort = () => {
+          waiting.splice(waiting.indexOf(start), 1);
+          reject(signal.reason);
+        };
+        signal.addEventListener('abort', abort, { once: true });
+        waiting.push(start);
+      });
+    }
+    try {
+      return await call();
+    } finally {
+      const next = waiting.shift();
+      if (next) next();
+      else running--;
+    }
   };
 }
 

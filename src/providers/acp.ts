@@ -40,7 +40,8 @@ export interface AcpProviderOptions {
   /**
    * Tool kinds asked of a person instead (`SubagentRun.approve`, `subagents approve`): the run's
    * status says `awaiting-approval` until someone answers or `runSettings.approvalTimeout` denies.
-   * The path checks of `allowToolKinds` come first: a request they reject is never asked.
+   * The path checks of `allowToolKinds` come first: a request they reject is never asked. Of
+   * requests made at once, 4 are asked at a time (`MAX_ASKS_AT_ONCE`), the rest as those are answered.
    */
   askToolKinds?: string[];
   /** Let an allowed request be remembered by the agent (`allow_always`). Default false: each is asked. */

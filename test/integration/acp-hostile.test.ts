@@ -21,6 +21,7 @@ import {
   uniqueName,
 } from '../helpers/temporal';
 import { agentLog, alive } from '../helpers/acp';
+import { statusQuery } from '../../workflows/definitions';
 
 let temporal: TestTemporal;
 let service: ReturnType<typeof newService>;
@@ -207,6 +208,35 @@ it('denies without asking a person a permission request whose input is 1 MiB, an
   );
   expect(recorded).toMatchObject({ decision: 'rejected', optionId: 'no' });
   expect(recorded.reason).toContain('more than a person is asked about');
+  await run.dispose();
+});
+
+it('asks a person at most 4 of the permission requests an agent makes at once, so the run still takes the answers (12 asks at once held the 10 updates the server lets a run have in flight: every approve was refused RESOURCE_EXHAUSTED)', async () => {
+  const agent = await hostileAgent('ask-flood', { askToolKinds: ['execute'] });
+  const run = agent.start();
+  const handle = temporal.client.workflow.getHandle(run.id);
+  let answered = 0;
+  let most = 0;
+  while (answered < 12) {
+    const pending = await eventually(async () => {
+      const pending = (await handle.query(statusQuery).catch(() => undefined))?.pendingApprovals ?? [];
+      return pending.length > 0 ? pending : undefined;
+    }, FRESH_PROCESS_WITHIN_MS);
+    most = Math.max(most, pending.length);
+    for (const { requestId } of pending) {
+      await run.approve!(requestId, 'allow');
+      answered++;
+    }
+  }
+  expect(await run.result).toMatchObject({ output: text('done'), stopReason: 'completed' });
+  expect(most).toBeLessThanOrEqual(4);
+  const { events } = await handle.fetchHistory();
+  const decisions = (events ?? []).flatMap((e) =>
+    e.workflowExecutionSignaledEventAttributes?.signalName === 'permissionDecided'
+      ? [JSON.parse(Buffer.from(e.workflowExecutionSignaledEventAttributes.input!.payloads![0].data!).toString())]
+      : [],
+  );
+  expect(decisions.map((d: { decision: string }) => d.decision)).toEqual(Array(12).fill('allowed'));
   await run.dispose();
 });
 
