@@ -129,7 +129,8 @@ export interface SubagentTurnContext {
   requestApproval?(call: { tool: string; arguments: string; kind?: string }): Promise<SubagentApprovalDecision>;
   /**
    * Hands text the child is generating to the run's observers as it comes (`text-delta` events,
-   * batched); the turn's output still carries the whole. Absent where nothing is published.
+   * batched, ever further apart in a long turn and up to a budget per attempt: the worker's
+   * `textBatches`); the turn's output still carries the whole. Absent where nothing is published.
    */
   streamText?(delta: string): void;
   /**
