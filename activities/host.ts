@@ -124,8 +124,9 @@ export interface ActivityHost {
 export const TEXT_BATCHES: TextBatches = { firstMs: 250, maxMs: 1000, maxBatches: 2000, maxBytes: 8 * 1024 * 1024 };
 
 /**
- * A batch is sent at once when it holds this much (UTF-8): as JSON, even text of escaped control
- * characters (6 bytes each) stays within the 2 MiB a payload may take.
+ * A batch is sent at once when it holds this much (UTF-8), however long its wait: as JSON, even
+ * text of escaped control characters (6 bytes each) gathered in small pieces stays within the 2 MiB
+ * a payload may take. (One piece larger than that is sent as it is, and may be refused.)
  */
 export const MAX_BATCH_BYTES = 256 * 1024;
 
@@ -338,7 +339,7 @@ export function textPublisher(
     waitMs =
       sent < steady ? Math.min(waitMs * 2, maxMs) : Math.min(maxMs * 2 ** ((sent - steady) / doubling), MAX_TIMER_MS);
   };
-  /** Whether `delta` is to go in the batch under way; sends the batch at once once it is full. */
+  /** Whether `delta` fits what is left of the byte budget; counts it if so. */
   const take = (delta: string): boolean => {
     if (spent) return false;
     const bytes = Buffer.byteLength(delta);
@@ -351,6 +352,7 @@ export function textPublisher(
     pending += bytes;
     return true;
   };
+  /** Sends the batch under way at once if it is full, else once its wait is over. */
   const queue = () => {
     if (pending >= MAX_BATCH_BYTES) {
       clearTimeout(timer);
