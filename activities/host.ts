@@ -124,9 +124,9 @@ export interface ActivityHost {
 export const TEXT_BATCHES: TextBatches = { firstMs: 250, maxMs: 1000, maxBatches: 2000, maxBytes: 8 * 1024 * 1024 };
 
 /**
- * A batch is sent at once when it holds this much (UTF-8), however long its wait: as JSON, even
- * text of escaped control characters (6 bytes each) gathered in small pieces stays within the 2 MiB
- * a payload may take. (One piece larger than that is sent as it is, and may be refused.)
+ * The most a batch holds (UTF-8); a full batch is sent at once, however long its wait, and a
+ * longer piece of text is cut. As JSON, even text of escaped control characters (6 bytes each)
+ * stays within the 2 MiB a payload may take.
  */
 export const MAX_BATCH_BYTES = 256 * 1024;
 
@@ -303,10 +303,11 @@ export function createActivityHost(deps: ActivityDependencies): ActivityHost {
  * bounded: after the first quarter of `maxBatches`, each wait is longer than the last, doubling
  * with every sixteenth, and past `maxBatches` nothing more is sent (at 1 s and 2,000, text that
  * never stops reaches the budget after about eight days); nor past `maxBytes` of text, and a batch
- * goes at once when it holds `MAX_BATCH_BYTES`. Past a budget the text is not kept either (the
- * call's result holds what it answers). `close` drops what is not sent yet, unless the waits have
- * grown past `maxMs` (it may be an earlier prompt's, not the result's), and waits for what is sent,
- * so every batch is in history before the call's result. A batch that cannot be sent is skipped.
+ * holds at most `MAX_BATCH_BYTES`, sent at once when full. Past a budget the text is not kept
+ * either (the call's result holds what it answers). `close` drops what is not sent yet, unless the
+ * waits have grown past `maxMs` (it may be an earlier prompt's, not the result's), and waits for
+ * what is sent, so every batch is in history before the call's result. A batch that cannot be sent
+ * is skipped.
  */
 export function textPublisher(
   publish: (batch: TextBatch) => Promise<void>,
@@ -339,38 +340,35 @@ export function textPublisher(
     waitMs =
       sent < steady ? Math.min(waitMs * 2, maxMs) : Math.min(maxMs * 2 ** ((sent - steady) / doubling), MAX_TIMER_MS);
   };
-  /** Whether `delta` fits what is left of the byte budget; counts it if so. */
-  const take = (delta: string): boolean => {
-    if (spent) return false;
-    const bytes = Buffer.byteLength(delta);
-    if (taken + bytes > maxBytes) {
+  /**
+   * Adds `piece` to the batch under way, unless a budget is spent: a full batch goes at once, and
+   * the batch under way goes first if `piece` would overfill it.
+   */
+  const put = (piece: string, reasoningPiece: boolean) => {
+    const bytes = Buffer.byteLength(piece);
+    if (!spent && taken + bytes > maxBytes) {
       // Nothing after it either: observers see the text's beginning whole, the result the rest.
       spent = true;
-      return false;
     }
+    if (!spent && pending + bytes > MAX_BATCH_BYTES) sendNow();
+    if (spent) return;
     taken += bytes;
     pending += bytes;
-    return true;
+    if (reasoningPiece) reasoning += piece;
+    else text += piece;
+    if (pending >= MAX_BATCH_BYTES) sendNow();
+    else timer ??= setTimeout(flush, waitMs);
   };
-  /** Sends the batch under way at once if it is full, else once its wait is over. */
-  const queue = () => {
-    if (pending >= MAX_BATCH_BYTES) {
-      clearTimeout(timer);
-      flush();
-    } else {
-      timer ??= setTimeout(flush, waitMs);
-    }
+  const sendNow = () => {
+    clearTimeout(timer);
+    flush();
   };
   return {
     add(delta) {
-      if (!take(delta)) return;
-      text += delta;
-      queue();
+      for (const piece of pieces(delta)) put(piece, false);
     },
     addReasoning(delta) {
-      if (!take(delta)) return;
-      reasoning += delta;
-      queue();
+      for (const piece of pieces(delta)) put(piece, true);
     },
     async close() {
       clearTimeout(timer);
@@ -382,6 +380,23 @@ export function textPublisher(
       await sending;
     },
   };
+}
+
+/** UTF-16 units in a piece of streamed text: at most 3 bytes of UTF-8 each, a quarter of a batch. */
+const PIECE_UNITS = Math.floor(MAX_BATCH_BYTES / 12);
+
+/** `delta` in pieces of at most `PIECE_UNITS`, none ending inside a surrogate pair. */
+function pieces(delta: string): string[] {
+  if (delta.length <= PIECE_UNITS) return [delta];
+  const cut: string[] = [];
+  for (let start = 0; start < delta.length;) {
+    let end = Math.min(start + PIECE_UNITS, delta.length);
+    const last = delta.charCodeAt(end - 1);
+    if (end < delta.length && last >= 0xd800 && last <= 0xdbff) end--;
+    cut.push(delta.slice(start, end));
+    start = end;
+  }
+  return cut;
 }
 
 /** A failure of a type no retry can fix (`FINAL_FAILURE_TYPES`), made final if it is not yet. */

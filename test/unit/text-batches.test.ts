@@ -99,3 +99,24 @@ it('sends what waits at the close once the waits have grown past maxMs (it was d
   await grown.close();
   expect(late).toEqual(['a', 'b', 'c', 'prompt 1 ends; prompt 2']);
 });
+
+it('cuts a piece larger than a batch, so every batch stays within what a payload takes (1 MiB of control characters went in one batch of 6 MiB as JSON, which the server refuses), never inside a surrogate pair', async () => {
+  const published: TextBatch[] = [];
+  const publisher = textPublisher(
+    async (batch) => {
+      published.push(batch);
+    },
+    { firstMs: 10, maxMs: 10, maxBatches: 1000 },
+  );
+  const control = '\u0001'.repeat(1024 * 1024);
+  const emoji = '\u{1F600}'.repeat(300 * 1024);
+  publisher.add(control);
+  publisher.addReasoning(emoji);
+  publisher.add('end');
+  await jest.advanceTimersByTimeAsync(10);
+  await publisher.close();
+  for (const batch of published) expect(Buffer.byteLength(JSON.stringify(batch))).toBeLessThan(2 * 1024 * 1024);
+  expect(published.map((batch) => batch.text).join('')).toBe(`${control}end`);
+  expect(published.map((batch) => batch.reasoning ?? '').join('')).toBe(emoji);
+  expect(published.every((batch) => !/[\uD800-\uDBFF]$/.test(batch.reasoning ?? ''))).toBe(true);
+});
