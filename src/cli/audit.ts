@@ -147,16 +147,18 @@ export async function auditVerify(flags: Flags, file: string): Promise<number> {
       return EXIT.ok;
     }
     return await withClient(async ({ client }) => {
-      const differences = await differencesFromServer(
+      const { differences, count } = await differencesFromServer(
         client,
         String((header as { runId?: unknown }).runId),
         fileRecords(handle) as AsyncIterable<AuditRecord>,
       );
-      if (differences.length > 0) {
-        out(flags, [`${file}: differs from the server's history:`, ...differences.map((d) => `  ${d}`)].join('\n'), {
-          ok: false,
-          differences,
-        });
+      if (count > 0) {
+        const more = count > differences.length ? [`  and ${count - differences.length} more`] : [];
+        out(
+          flags,
+          [`${file}: differs from the server's history:`, ...differences.map((d) => `  ${d}`), ...more].join('\n'),
+          { ok: false, differences, differenceCount: count },
+        );
         return EXIT.tampered;
       }
       out(flags, `${file}: ${verdict.records} records, chain intact, every record as the server's history has it`, {
@@ -194,12 +196,20 @@ async function* fileRecords(handle: FileHandle): AsyncGenerator<unknown> {
   yield* parsed([pieces.join('')]);
 }
 
-/** Every way the file's records differ from those the server's history gives now, record by record. */
+/** How many differences `audit verify --against-server` names; it counts the others. */
+const SHOWN_DIFFERENCES = 20;
+
+/**
+ * The first `SHOWN_DIFFERENCES` ways the file's records differ from those the server's history
+ * gives now, record by record, and how many there are in all. Holds those it names and no more:
+ * a file of a million records that all differ (one record dropped near the start shifts every
+ * record after it) was a million strings, printed as one.
+ */
 async function differencesFromServer(
   client: Client,
   runId: string,
   records: AsyncIterable<AuditRecord>,
-): Promise<string[]> {
+): Promise<{ differences: string[]; count: number }> {
   const filed = (async function* () {
     for await (const record of records) if (record.seq > 0 && record.type !== SIGNATURE_RECORD) yield record;
   })();
@@ -207,10 +217,12 @@ async function differencesFromServer(
   const same = (a: AuditDraft, b: AuditDraft) =>
     a.type === b.type && a.time === b.time && canonicalJson(a.data) === canonicalJson(b.data);
   const differences: string[] = [];
+  let count = 0;
   for (;;) {
     const [{ value: mine }, { value: theirs }] = await Promise.all([filed.next(), server.next()]);
     if (!mine && !theirs) break;
     if (mine && theirs && same(mine, theirs)) continue;
+    if (count++ >= SHOWN_DIFFERENCES) continue;
     if (!theirs) differences.push(`record ${mine!.seq} (${mine!.type}) is not in the server's history`);
     else if (!mine) differences.push(`the server's history has a ${theirs.type} at ${theirs.time} the file lacks`);
     else {
@@ -220,7 +232,7 @@ async function differencesFromServer(
       );
     }
   }
-  return differences;
+  return { differences, count };
 }
 
 /** Writes a new Ed25519 key pair: `<prefix>.key` (private, owner-only) and `<prefix>.pub`. */

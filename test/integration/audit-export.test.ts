@@ -247,6 +247,36 @@ describe('subagents audit export and verify', () => {
     const { stdout } = await cli(['audit', 'verify', file], ['--max-old-space-size=48']);
     expect(stdout).toContain('2001 records, chain intact');
   });
+
+  it('names the first 20 records that differ from the server and counts the rest, against the server (it held and printed every one)', async () => {
+    // An intact chain of 300 records the run's history never had: each one differs.
+    const file = join(scratch('subagent-audit-differs-'), 'differs.jsonl');
+    const drafts = function* () {
+      for (let i = 0; i < 300; i++) yield { type: 'message', time: `t${i}`, data: { i } };
+    };
+    const lines = async function* () {
+      for await (const record of sealAuditRecords(longRun, 300, drafts())) yield JSON.stringify(record) + '\n';
+    };
+    await pipeline(Readable.from(lines()), createWriteStream(file));
+    /** The CLI's exit and output: it exits 5, which `cli` rejects with. */
+    const verify = (...args: string[]) =>
+      cli(['audit', 'verify', file, '--against-server', ...args]).then(
+        ({ stdout }) => ({ code: 0, stdout }),
+        (err: { code: number; stdout: string }) => ({ code: err.code, stdout: err.stdout }),
+      );
+    const human = await verify();
+    expect(human.code).toBe(5);
+    const named = human.stdout.trimEnd().split('\n').slice(1);
+    expect(named).toHaveLength(21);
+    expect(named[0]).toMatch(/^ {2}record 1: the file has message at t0, the server start at /);
+    const json = await verify('--json');
+    expect(json.code).toBe(5);
+    const verdict = JSON.parse(json.stdout) as { ok: boolean; differences: string[]; differenceCount: number };
+    expect(verdict).toMatchObject({ ok: false, differences: named.slice(0, 20).map((line) => line.trim()) });
+    // Every one of the file's 300 records differs, and so does every record of the server's past them.
+    expect(verdict.differenceCount).toBeGreaterThanOrEqual(300);
+    expect(named[20]).toBe(`  and ${verdict.differenceCount - 20} more`);
+  });
 });
 
 describe("the CLI's output through a pipe whose reader is slow, or gone", () => {
