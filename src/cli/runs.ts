@@ -123,7 +123,8 @@ export async function list(flags: Flags, client: Client): Promise<number> {
   if (flags.values.provider) clauses.push(`SubagentProvider = ${quote(String(flags.values.provider))}`);
   if (flags.values.status) clauses.push(`SubagentStatus = ${quote(String(flags.values.status))}`);
   const limit = wholeNumberOption(flags, 'limit', 1) ?? 50;
-  const rows: Record<string, unknown>[] = [];
+  // The ids listed, so that a run the listing shows twice (its pages read while runs close) is
+  // printed once: bounded by --limit, as the listing is.
   const listed = new Set<string>();
   for await (const execution of listedRuns(client, clauses.join(' AND '))) {
     // Each run once, as its current Temporal run shows it: one a reset ended has its last status.
@@ -139,8 +140,9 @@ export async function list(flags: Flags, client: Client): Promise<number> {
       parentRunId: attributes.SubagentParentRunId?.[0],
       started: execution.started,
     };
-    // A person's rows as they are found (a reader gone stops the listing); --json's array whole.
-    if (flags.json) rows.push(row);
+    // Each row as it is found (a reader gone stops the listing). --json's one array is printed a
+    // row at a time, the same text as the array whole: it held every row until the listing ended.
+    if (flags.json) await print(`${listed.size === 1 ? '[' : ','}${JSON.stringify(row)}`);
     else {
       await print(
         `${row.id}  ${row.provider ?? '?'}  ${row.status}${row.stopReason ? ` (${row.stopReason})` : ''}  depth ${row.depth ?? '?'}  ${row.started}\n`,
@@ -148,7 +150,7 @@ export async function list(flags: Flags, client: Client): Promise<number> {
     }
     if (listed.size >= limit) break;
   }
-  if (flags.json) await print(`${JSON.stringify(rows)}\n`);
+  if (flags.json) await print(listed.size === 0 ? '[]\n' : ']\n');
   else if (listed.size === 0) await print('no runs\n');
   return EXIT.ok;
 }

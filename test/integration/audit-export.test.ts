@@ -39,6 +39,7 @@ import {
 } from '../../src/audit';
 import type { SubagentRunEvent } from '../../src';
 import { createScriptedProvider } from '../../src/testing';
+import { PARENT_RUN_ATTRIBUTE, PROVIDER_ATTRIBUTE, STATUS_ATTRIBUTE } from '../../workflows/search-attributes';
 import { eventually, fixture, testRuns, text, uniqueName } from '../helpers/temporal';
 
 const scripted = createScriptedProvider({ name: uniqueName('audit-export') });
@@ -425,6 +426,50 @@ describe("the CLI's output through a pipe whose reader is slow, or gone", () => 
     expect(deltas.map((line) => Number(/… (\d+) /.exec(line)![1]))).toEqual(Array.from({ length: 120 }, (_, i) => i));
     expect(progress).toMatch(/turn 1 completed/);
     await run.dispose();
+  });
+
+  it('holds no more than its stdout takes while the reader of its pipe reads nothing, then writes the rest as one JSON array: list --json (it held every row until the listing ended)', async () => {
+    // 200 runs of a provider of their own, each row some 1,200 characters (a long parent run id):
+    // a listing of 240 KB. Started by a raw client on a queue no worker polls: they stay running.
+    const provider = uniqueName('listed');
+    const taskQueue = uniqueName('nobody-polls');
+    const ids = Array.from({ length: 200 }, (_, i) => `subagent-${provider}:${i}`);
+    const { client } = runs.temporal;
+    for (const id of ids) {
+      await client.workflow.start('subagentRunWorkflow', {
+        workflowId: id,
+        taskQueue,
+        args: [{}],
+        typedSearchAttributes: [
+          { key: PROVIDER_ATTRIBUTE, value: provider },
+          { key: PARENT_RUN_ATTRIBUTE, value: `subagent-parent:${'p'.repeat(1000)}` },
+          { key: STATUS_ATTRIBUTE, value: 'running' },
+        ],
+      });
+    }
+    try {
+      await eventually(async () => {
+        let listed = 0;
+        for await (const _ of client.workflow.list({ query: `SubagentProvider = '${provider}'` })) listed++;
+        return listed === ids.length ? true : undefined;
+      }, 30_000);
+      const cli = cliThroughPipes(['list', '--provider', provider, '--limit', '1000', '--json']);
+      const stderr = readAll(cli.stderr);
+      const held = await eventually(async () => {
+        const { stdout } = await cli.stdio();
+        return stdout.waitingForDrain || stdout.buffered > HOLDS_IT_ALL ? stdout : undefined;
+      }, 60_000);
+      expect(held.buffered).toBeLessThan(held.highWaterMark + LONGEST_LINE);
+      expect(held.waitingForDrain).toBe(true);
+      const output = readAll(cli.stdout);
+      expect(await cli.exited).toBe(0);
+      const rows = JSON.parse(await output) as { id: string; provider: string; status: string }[];
+      expect(rows.map((row) => row.id).sort()).toEqual([...ids].sort());
+      expect(rows[0]).toMatchObject({ provider, status: 'running' });
+      expect(await stderr).toBe('');
+    } finally {
+      await Promise.all(ids.map((id) => client.workflow.getHandle(id).terminate('listed')));
+    }
   });
 
   /** Reads up to its first line, then closes its end, as `head -1` does. */
