@@ -57,12 +57,15 @@ export async function* streamAudit(client: Client, runId: string, signer?: Audit
  * Yields records as the run makes history, across continue-as-new, until it closes (or only
  * what exists so far when `follow` is false). Records are not chained: `exportAudit` seals them.
  * A server that is away for up to `reconnectWindowMs` is waited for, and the records go on.
+ * `signal` aborts a read in flight (a long poll waiting for the run's next event): the reading
+ * rejects.
  */
 export async function* auditDrafts(
   client: Client,
   runId: string,
   follow: boolean,
   reconnectWindowMs?: number,
+  signal?: AbortSignal,
 ): AsyncGenerator<AuditDraft> {
   const converter = client.options.loadedDataConverter;
   const reportedSegments = new Set<number>();
@@ -71,6 +74,7 @@ export async function* auditDrafts(
   for await (const { event, temporalRunId, time, copied } of runHistory(client, runId, {
     follow,
     reconnectWindowMs,
+    ...(signal ? { signal } : {}),
   })) {
     if (!copied) {
       yield* records(event, temporalRunId, time);

@@ -15,7 +15,7 @@ import { RUN_ID_PREFIX } from '../seam/constants';
 import { type ContentBlock, textContent, textOf } from '../seam/content';
 import type { SubagentResult, SubagentSpend } from '../seam/result';
 import { CliError, EXIT, Flags, describeOrUnknown, out, serviceFor, wholeNumberOption } from './common';
-import { ReaderGone, print } from './output';
+import { ReaderGone, print, readerWatch } from './output';
 
 export async function start(flags: Flags, client: Client, provider: string, prompt: string): Promise<number> {
   const service = serviceFor(client, provider);
@@ -400,11 +400,20 @@ export async function logs(flags: Flags, client: Client, id: string): Promise<nu
     throw new CliError('usage: subagents logs <id> [--follow|--no-follow], not both', EXIT.usage);
   }
   await describeOrUnknown(client.workflow.getHandle(id), id);
-  // A record at a time, at the pace stdout takes them: the history is read no further than printed.
-  for await (const record of auditDrafts(client, id, !flags.values['no-follow'])) {
-    await print(
-      flags.json ? `${JSON.stringify(record)}\n` : `${record.time}  ${describeRecord(record, id) ?? record.type}\n`,
-    );
+  // Following a quiet run, the long poll waits for its next record, for days maybe: a reader that
+  // goes meanwhile (where it can be seen) ends it at once, not at that record.
+  const reader = readerWatch();
+  try {
+    // A record at a time, at the pace stdout takes them: the history is read no further than printed.
+    for await (const record of auditDrafts(client, id, !flags.values['no-follow'], undefined, reader.signal)) {
+      await print(
+        flags.json ? `${JSON.stringify(record)}\n` : `${record.time}  ${describeRecord(record, id) ?? record.type}\n`,
+      );
+    }
+  } catch (err) {
+    throw reader.signal.aborted ? reader.signal.reason : err;
+  } finally {
+    reader.stop();
   }
   return EXIT.ok;
 }

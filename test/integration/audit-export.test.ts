@@ -23,6 +23,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { Client } from '@temporalio/client';
@@ -285,7 +286,15 @@ describe("the CLI's output through a pipe whose reader is slow, or gone", () => 
   /** CLI processes still to stop after the test (a failed one may be left running). */
   const children: ReturnType<typeof spawn>[] = [];
   afterEach(() => {
-    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    for (const child of children) {
+      if (child.exitCode !== null || child.signalCode !== null) continue;
+      try {
+        // A shell's pipeline, the CLI in it, as a group.
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL');
+      }
+    }
     children.length = 0;
   });
   afterAll(() => {
@@ -533,15 +542,53 @@ describe("the CLI's output through a pipe whose reader is slow, or gone", () => 
   it('stops following a run at its next record once the reader of its pipe has gone: logs --follow (it threw "write EPIPE", exit 1)', async () => {
     const run = runs.service.start(scripted.name, { prompt: text('followed'), parent: { id: 'parent' } });
     await run.result;
-    const cli = cliThroughPipes(['logs', run.id, '--follow']);
-    const stderr = readAll(cli.stderr);
-    expect(await closeAfterFirstLine(cli.stdout)).toContain('started on');
-    // The history so far fitted in the pipe: the CLI is following the run, and learns the reader
-    // has gone when it writes the next record.
+    // A shell's `| head -1`: an anonymous pipe, whose reader's going Node sees only at a write.
+    const shell = spawn(
+      'bash',
+      [
+        '-c',
+        'set -o pipefail; "$@" | head -1',
+        '-',
+        process.execPath,
+        '--import',
+        'tsx',
+        CLI,
+        'logs',
+        run.id,
+        '--follow',
+      ],
+      {
+        env: { ...process.env, TEMPORAL_ADDRESS: runs.temporal.address, TEMPORAL_NAMESPACE: runs.temporal.namespace },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        // A group of its own, which the test stops whole if the CLI is left following.
+        detached: true,
+      },
+    );
+    children.push(shell);
+    const exited = new Promise<number | null>((done) => shell.once('exit', (code) => done(code)));
+    const [stdout, stderr] = [readAll(shell.stdout as Socket), readAll(shell.stderr as Socket)];
+    await new Promise<void>((read) => shell.stdout!.once('data', () => read()));
+    // The history so far fitted in the pipe, and head has gone: the CLI is following the run, and
+    // learns its reader has gone when it writes the next record.
     await runs.temporal.client.workflow
       .getHandle(run.id)
       .signal('sendMessage', { content: text('anyone there?'), id: 'm1' });
-    expect(await cli.exited).toBe(0);
+    expect(await exited).toBe(0);
+    expect(await stdout).toContain('started on');
+    expect(await stderr).toBe('');
+    expect((await runs.temporal.client.workflow.getHandle(run.id).describe()).status.name).toBe('RUNNING');
+    await run.dispose();
+  });
+
+  it('stops following a quiet run as soon as the reader of its FIFO has gone, with no record written: logs --follow (it held its long poll on the server until the run wrote again, for days maybe)', async () => {
+    const run = runs.service.start(scripted.name, { prompt: text('parked'), parent: { id: 'parent' } });
+    // Parked: the run writes nothing more until it is told something.
+    await run.result;
+    const cli = cliThroughPipes(['logs', run.id, '--follow']);
+    const stderr = readAll(cli.stderr);
+    expect(await closeAfterFirstLine(cli.stdout)).toContain('started on');
+    // Its reader's going is all there is for the CLI to notice (it is asked every 200 ms).
+    expect(await Promise.race([cli.exited, sleep(20_000, 'still following', { ref: false })])).toBe(0);
     expect(await stderr).toBe('');
     expect((await runs.temporal.client.workflow.getHandle(run.id).describe()).status.name).toBe('RUNNING');
     await run.dispose();
