@@ -59,7 +59,11 @@ function jsonOption(name: string, text: string): unknown {
   }
 }
 
-/** Shows progress on stderr while waiting (human mode), then the result; exit 1 unless completed. */
+/**
+ * Shows progress on stderr while waiting (human mode), then the result; exit 1 unless completed.
+ * Once stdout's reader is seen to go (see `readerWatch`), it waits no more: `ReaderGone`, exit 0,
+ * the run going on without it.
+ */
 async function waitAndPrint(
   flags: Flags,
   client: Client,
@@ -67,7 +71,26 @@ async function waitAndPrint(
   result: Promise<SubagentResult>,
 ): Promise<number> {
   const progress = flags.json ? undefined : followProgress(client, runId);
-  const settled = await result;
+  // A run waiting for a worker, or in a long turn, settles in days maybe: a reader of its result
+  // that has gone meanwhile ends the wait, not the result's print.
+  const reader = readerWatch();
+  let settled: SubagentResult;
+  try {
+    settled = await Promise.race([
+      result,
+      new Promise<never>((_, reject) => {
+        const gone = () => reject(reader.signal.reason);
+        if (reader.signal.aborted) gone();
+        else reader.signal.addEventListener('abort', gone, { once: true });
+      }),
+    ]);
+  } catch (err) {
+    // The result no longer awaited rejects when the connection closes: nobody's to report.
+    if (reader.signal.aborted) result.catch(() => undefined);
+    throw err;
+  } finally {
+    reader.stop();
+  }
   await progress?.finish();
   const structured = settled.structured === undefined ? '' : `\n${JSON.stringify(settled.structured)}`;
   const diagnostic =

@@ -593,4 +593,27 @@ describe("the CLI's output through a pipe whose reader is slow, or gone", () => 
     expect((await runs.temporal.client.workflow.getHandle(run.id).describe()).status.name).toBe('RUNNING');
     await run.dispose();
   });
+
+  it('stops waiting for a run as soon as the reader of the FIFO its result goes to has gone, the run going on: start --wait (it waited for the run to settle, days maybe)', async () => {
+    // A provider no worker hosts: the run waits for one, and settles never.
+    const cli = cliThroughPipes(['start', uniqueName('nobody-hosts'), 'hello', '--wait']);
+    let stderr = '';
+    const id = await new Promise<string>((started) => {
+      cli.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+        stderr += chunk;
+        const line = /^started (\S+)$/m.exec(stderr);
+        if (line) started(line[1]!);
+      });
+      cli.stderr.resume();
+    });
+    try {
+      cli.stdout.destroy();
+      expect(await Promise.race([cli.exited, sleep(20_000, 'still waiting', { ref: false })])).toBe(0);
+      // Its progress, and no word of the reader gone.
+      expect(stderr.split('\n').filter((line) => line && !/^(started | {2})/.test(line))).toEqual([]);
+      expect((await runs.temporal.client.workflow.getHandle(id).describe()).status.name).toBe('RUNNING');
+    } finally {
+      await runs.temporal.client.workflow.getHandle(id).terminate('done with it');
+    }
+  });
 });
