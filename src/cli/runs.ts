@@ -245,12 +245,27 @@ export async function show(flags: Flags, client: Client, id: string): Promise<nu
     out(flags, root.human.join('\n'), root.data);
     return EXIT.ok;
   }
-  const nodes: { depth: number; view: Awaited<ReturnType<typeof describeRun>> }[] = [];
+  // Each run printed as the walk reaches it, in the order the tree is shown, at the pace stdout
+  // takes them: a tree of thousands of runs, each with its last answer, was held whole, then
+  // written as one string. --json's one array is the same text as the array whole.
+  let printed = 0;
+  const printNode = async ({ data, status }: Awaited<ReturnType<typeof describeRun>>, depth: number) => {
+    if (flags.json) {
+      await print(`${printed++ === 0 ? '[' : ','}${JSON.stringify({ ...data, treeDepth: depth })}`);
+      return;
+    }
+    const spent = status?.spend
+      ? `itself ${status.ownSpend ? spendLine(status.ownSpend) : 'unknown'}; with the runs below it ${spendLine(status.spend)}`
+      : 'spend unknown';
+    await print(
+      `${'  '.repeat(depth)}${data.id}  ${data.status ?? data.temporalStatus}${data.stopReason ? ` (${data.stopReason})` : ''}  ${spent}\n`,
+    );
+  };
   // Each run once: a raw client's childStarted signals can make runs each other's children, or a
   // run its own, and the walk went round such a cycle without end.
   const seen = new Set([id]);
   const walk = async (view: Awaited<ReturnType<typeof describeRun>>, depth: number): Promise<void> => {
-    nodes.push({ depth, view });
+    await printNode(view, depth);
     const children = view.status ? view.status.children : await indexedChildren(client, view.data.id);
     for (const child of children) {
       if (seen.has(child)) continue;
@@ -259,17 +274,7 @@ export async function show(flags: Flags, client: Client, id: string): Promise<nu
     }
   };
   await walk(root, 0);
-  const line = ({ depth, view: { data, status } }: (typeof nodes)[number]) => {
-    const spent = status?.spend
-      ? `itself ${status.ownSpend ? spendLine(status.ownSpend) : 'unknown'}; with the runs below it ${spendLine(status.spend)}`
-      : 'spend unknown';
-    return `${'  '.repeat(depth)}${data.id}  ${data.status ?? data.temporalStatus}${data.stopReason ? ` (${data.stopReason})` : ''}  ${spent}`;
-  };
-  out(
-    flags,
-    nodes.map(line).join('\n'),
-    nodes.map(({ depth, view }) => ({ ...view.data, treeDepth: depth })),
-  );
+  if (flags.json) await print(']\n');
   return EXIT.ok;
 }
 

@@ -437,6 +437,49 @@ describe("the CLI's output through a pipe whose reader is slow, or gone", () => 
     await run.dispose();
   });
 
+  it('holds no more than its stdout takes while the reader of its pipe reads nothing, then writes the rest as one JSON array: show --tree --json (it held every run of the tree until the walk ended)', async () => {
+    // A parked run with five runs below it (made its children by a raw client's childStarted
+    // signals), each with an answer of 60,000 characters: a tree of 300 KB.
+    const answer = 'a'.repeat(60_000);
+    const park = async (reply: string) => {
+      const run = runs.service.start(scripted.name, {
+        prompt: text('tree'),
+        parent: { id: 'parent' },
+        agentOptions: { script: [{ reply }] },
+      });
+      await run.result;
+      return run;
+    };
+    const root = await park('root');
+    const children = await Promise.all(Array.from({ length: 5 }, () => park(answer)));
+    try {
+      for (const child of children) {
+        await runs.temporal.client.workflow.getHandle(root.id).signal('childStarted', { runId: child.id });
+      }
+      await eventually(async () => ((await runs.status(root.id)).children.length === 5 ? true : undefined));
+      const cli = cliThroughPipes(['show', root.id, '--tree', '--json']);
+      const stderr = readAll(cli.stderr);
+      const held = await eventually(async () => {
+        const { stdout } = await cli.stdio();
+        return stdout.waitingForDrain || stdout.buffered > HOLDS_IT_ALL ? stdout : undefined;
+      }, 60_000);
+      // A buffer's worth, and the run being printed: one child of 60 KB.
+      expect(held.buffered).toBeLessThan(held.highWaterMark + answer.length + LONGEST_LINE);
+      expect(held.waitingForDrain).toBe(true);
+      const output = readAll(cli.stdout);
+      expect(await cli.exited).toBe(0);
+      const nodes = JSON.parse(await output) as { id: string; treeDepth: number; lastResult: { output: unknown } }[];
+      expect(nodes.map(({ id, treeDepth }) => [id, treeDepth])).toEqual([
+        [root.id, 0],
+        ...children.map((child) => [child.id, 1]),
+      ]);
+      expect(nodes[1]!.lastResult.output).toEqual(text(answer));
+      expect(await stderr).toBe('');
+    } finally {
+      await Promise.all([root, ...children].map((run) => run.dispose()));
+    }
+  });
+
   it('holds no more than its stdout takes while the reader of its pipe reads nothing, then writes the rest as one JSON array: list --json (it held every row until the listing ended)', async () => {
     // 200 runs of a provider of their own, each row some 1,200 characters (a long parent run id):
     // a listing of 240 KB. Started by a raw client on a queue no worker polls: they stay running.
