@@ -43,7 +43,7 @@ const SUMMARY_CHARS = 200;
 export async function* runEvents(
   client: Client,
   runId: string,
-  { from = 0, follow = true, nested = false }: SubagentRunEventsOptions = {},
+  { from = 0, follow = true, nested = false, signal }: SubagentRunEventsOptions = {},
   reconnectWindowMs = DEFAULT_RECONNECT_WINDOW_MS,
 ): AsyncGenerator<SubagentRunEvent> {
   const firstOffsets = typeof from === 'number' ? { [runId]: from } : from;
@@ -56,13 +56,24 @@ export async function* runEvents(
     }
   }
   const firstOf = (id: string) => firstOffsets[id] ?? 0;
-  if (!nested) {
-    for await (const event of runStream(client, runId, { follow, reconnectWindowMs })) {
-      if (event.offset >= firstOf(runId)) yield event;
+  if (signal?.aborted) return;
+  try {
+    if (!nested) {
+      for await (const event of runStream(client, runId, {
+        follow,
+        reconnectWindowMs,
+        ...(signal ? { signal } : {}),
+      })) {
+        if (event.offset >= firstOf(runId)) yield event;
+      }
+      return;
     }
-    return;
+    yield* treeEvents(client, runId, follow, firstOf, reconnectWindowMs, signal);
+  } catch (err) {
+    // Stopped by the reader: what the read in flight would have read is nobody's now.
+    if (signal?.aborted) return;
+    throw err;
   }
-  yield* treeEvents(client, runId, follow, firstOf, reconnectWindowMs);
 }
 
 /**
@@ -77,6 +88,7 @@ async function* treeEvents(
   follow: boolean,
   firstOf: (runId: string) => number,
   reconnectWindowMs: number,
+  signal: AbortSignal | undefined,
 ): AsyncGenerator<SubagentRunEvent> {
   const stop = new AbortController();
   type Next = { stream: AsyncGenerator<SubagentRunEvent>; next: IteratorResult<SubagentRunEvent> };
@@ -98,9 +110,16 @@ async function* treeEvents(
         },
       ),
     );
-  const open = (runId: string, follows: boolean, signal?: AbortSignal) => {
+  const open = (runId: string, follows: boolean, stopping?: AbortSignal) => {
     reached.set(runId, reached.get(runId) ?? 0);
-    const stream = runStream(client, runId, { follow: follows, signal, reconnectWindowMs });
+    // The reader's signal stops every stream, the ones read after the root's close too.
+    const aborts = [stopping, signal].filter((one) => one !== undefined);
+    const either = aborts.length > 1 ? AbortSignal.any(aborts) : aborts[0];
+    const stream = runStream(client, runId, {
+      follow: follows,
+      reconnectWindowMs,
+      ...(either ? { signal: either } : {}),
+    });
     streams.set(stream, runId);
     read(stream);
   };

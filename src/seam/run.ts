@@ -128,4 +128,11 @@ export interface SubagentRunEventsOptions {
    * and depth and numbered in its own run's stream. A followed stream ends with the run's close.
    */
   nested?: boolean;
+  /**
+   * Stops the reading: once it aborts, the events end (the iteration is done), a read waiting for
+   * the run's next event given up. A reader that leaves a quiet run (parked, or in a long turn)
+   * otherwise waits on the server until the run's next event, for days maybe: an async
+   * iterator's `return()` waits for the `next()` in flight.
+   */
+  signal?: AbortSignal;
 }

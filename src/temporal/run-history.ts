@@ -356,7 +356,9 @@ async function* historyEvents(
       });
     let response: Awaited<ReturnType<typeof read>>;
     try {
-      response = await ridingOut(() => (signal ? client.connection.withAbortSignal(signal, read) : read()));
+      response = await ridingOut(() =>
+        signal ? abortable(client.connection.withAbortSignal(signal, read), signal) : read(),
+      );
     } catch (err) {
       if (!nextPageToken || !isStalePageToken(err)) throw err;
       nextPageToken = undefined;
@@ -370,4 +372,25 @@ async function* historyEvents(
     if (!response.nextPageToken?.length) return;
     nextPageToken = response.nextPageToken;
   }
+}
+
+/**
+ * `call`, or a rejection with the signal's reason as soon as it aborts. A `NativeConnection` (a
+ * worker's, one `connectTemporal` shares) ignores `withAbortSignal`: its long poll went on until
+ * the run's next event, days maybe, and the reading with it. Left to the server, such a poll ends
+ * within its long-poll interval (20 s by default), and nothing reads after it.
+ */
+function abortable<T>(call: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    call.catch(() => undefined);
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => {
+      call.catch(() => undefined);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    call.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }

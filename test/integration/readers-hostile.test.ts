@@ -5,6 +5,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { temporal } from '@temporalio/proto';
 import { AesGcmPayloadCodec, type EncryptionKey, type SubagentRunEvent, runStarted } from '../../src';
@@ -161,6 +162,32 @@ describe('a run whose history holds a signal a raw client sent', () => {
       await handle.terminate();
     }
   });
+});
+
+describe('a reader that stops reading a quiet run', () => {
+  it.each([false, true])(
+    'ends its events at once when its signal aborts, the read waiting for the next event given up (nested: %s) (it waited on the server for the run’s next event, days maybe)',
+    async (nested) => {
+      const run = await parkedRun();
+      try {
+        const stop = new AbortController();
+        const events = run.events!({ nested, signal: stop.signal })[Symbol.asyncIterator]();
+        // To the settle point: the run is parked, and writes nothing more until told.
+        for (let next = await events.next(); next.value?.type !== 'settled'; next = await events.next()) {
+          expect(next.done).toBe(false);
+        }
+        const waiting = events.next();
+        stop.abort();
+        expect(await Promise.race([waiting, sleep(10_000, 'still waiting', { ref: false })])).toEqual({
+          done: true,
+          value: undefined,
+        });
+        expect(await events.next()).toEqual({ done: true, value: undefined });
+      } finally {
+        await run.dispose();
+      }
+    },
+  );
 });
 
 describe('subagents show --tree', () => {
