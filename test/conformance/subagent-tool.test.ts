@@ -787,19 +787,33 @@ describe('background mode', () => {
     expect((await harness.closed(runId)).closedBy).toBe('disposed');
   });
 
-  it("tells an LLM child's model that a background delegation's answer does not come back when it has no subagent_result tool (it was told to collect it with a tool it did not have)", async () => {
+  /**
+   * Has the fake model answer a tool's result with `caller got: <the result>` and any other last
+   * message with `reply(it)`; gives the `subagent` tool's description by the names of the tools
+   * each call offered, as the calls come.
+   */
+  function subagentDescriptions(reply: (last: string | null) => ReturnType<typeof textReply>): Map<string, string> {
     const described = new Map<string, string>();
     harness.fake.setHandler((request) => {
       const messages = request.body.messages as { role: string; content: string | null }[];
       const last = messages.at(-1)!;
       if (last.role === 'tool') return textReply(`caller got: ${last.content}`);
       const tools = request.body.tools as { function: { name: string; description: string } }[];
-      const names = tools.map((tool) => tool.function.name).join(',');
-      described.set(names, tools.find((tool) => tool.function.name === 'subagent')!.function.description);
-      return last.content === 'go aside'
-        ? toolCallReply([{ name: 'subagent', arguments: args('on the side') }])
-        : textReply('nothing to do');
+      described.set(
+        tools.map((tool) => tool.function.name).join(','),
+        tools.find((tool) => tool.function.name === 'subagent')!.function.description,
+      );
+      return reply(last.content);
     });
+    return described;
+  }
+
+  it("tells an LLM child's model that a background delegation's answer does not come back when it has no subagent_result tool (it was told to collect it with a tool it did not have)", async () => {
+    const described = subagentDescriptions((last) =>
+      last === 'go aside'
+        ? toolCallReply([{ name: 'subagent', arguments: args('on the side') }])
+        : textReply('nothing to do'),
+    );
     const run = harness.start('backgroundOnly', { prompt: text('go aside'), parent });
     const { output } = await run.result;
     expect((output[0] as { text: string }).text).toMatch(
@@ -816,18 +830,7 @@ describe('background mode', () => {
   });
 
   it("tells an LLM child's model to collect a background delegation's answer only with the project's own subagent_result tool, by the name it has (a tool of that name that does something else passed, and a renamed one was named subagent_result)", async () => {
-    const described = new Map<string, string>();
-    harness.fake.setHandler((request) => {
-      const messages = request.body.messages as { role: string; content: string | null }[];
-      const last = messages.at(-1)!;
-      if (last.role === 'tool') return textReply(`caller got: ${last.content}`);
-      const tools = request.body.tools as { function: { name: string; description: string } }[];
-      described.set(
-        tools.map((tool) => tool.function.name).join(','),
-        tools.find((tool) => tool.function.name === 'subagent')!.function.description,
-      );
-      return toolCallReply([{ name: 'subagent', arguments: args('on the side') }]);
-    });
+    const described = subagentDescriptions(() => toolCallReply([{ name: 'subagent', arguments: args('on the side') }]));
     const impostor = harness.start('backgroundImpostor', { prompt: text('go aside'), parent });
     expect(textOf((await impostor.result).output)).toMatch(
       /^caller got: Started subagent run \S+\. It works on by itself; its answer does not come back to you\.$/,

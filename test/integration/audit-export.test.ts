@@ -342,24 +342,34 @@ describe("the CLI's output through a pipe whose reader is slow, or gone", () => 
     const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
     // A question sent before the probe listens would be lost.
     const ready = new Promise<void>((done) => child.once('message', () => done()));
+    /** What its stdout and stderr hold unwritten now; rejects once it has exited. */
+    const stdio = async () => {
+      await ready;
+      return new Promise<Stdio>((answer, reject) => {
+        if (child.exitCode !== null) return reject(new Error(`the CLI exited ${child.exitCode}`));
+        const exitedFirst = (code: number | null) => reject(new Error(`the CLI exited ${code}`));
+        child.once('exit', exitedFirst);
+        child.once('message', (message) => {
+          child.off('exit', exitedFirst);
+          answer(message as Stdio);
+        });
+        child.send('stdio?');
+      });
+    };
     return {
       stdout: stdout.readEnd,
       stderr: stderr.readEnd,
       exited,
-      /** What its stdout and stderr hold unwritten now; rejects once it has exited. */
-      stdio: async () => {
-        await ready;
-        return new Promise<Stdio>((answer, reject) => {
-          if (child.exitCode !== null) return reject(new Error(`the CLI exited ${child.exitCode}`));
-          const exitedFirst = (code: number | null) => reject(new Error(`the CLI exited ${code}`));
-          child.once('exit', exitedFirst);
-          child.once('message', (message) => {
-            child.off('exit', exitedFirst);
-            answer(message as Stdio);
-          });
-          child.send('stdio?');
-        });
-      },
+      stdio,
+      /**
+       * What `stream` holds unwritten once it waits for its pipe to take more, or has shown that it
+       * does not (by buffering past `HOLDS_IT_ALL`).
+       */
+      heldAtPipe: (stream: keyof Stdio) =>
+        eventually(async () => {
+          const held = (await stdio())[stream];
+          return held.waitingForDrain || held.buffered > HOLDS_IT_ALL ? held : undefined;
+        }, 60_000),
     };
   }
 
@@ -402,10 +412,7 @@ describe("the CLI's output through a pipe whose reader is slow, or gone", () => 
       const cli = cliThroughPipes(args(longRun));
       const stderr = readAll(cli.stderr);
       // Until it waits for the pipe to take more, or has shown it does not (by buffering past it).
-      const held = await eventually(async () => {
-        const { stdout } = await cli.stdio();
-        return stdout.waitingForDrain || stdout.buffered > HOLDS_IT_ALL ? stdout : undefined;
-      }, 60_000);
+      const held = await cli.heldAtPipe('stdout');
       expect(held.buffered).toBeLessThan(held.highWaterMark + LONGEST_LINE);
       expect(held.waitingForDrain).toBe(true);
       const output = readAll(cli.stdout);
@@ -422,10 +429,7 @@ describe("the CLI's output through a pipe whose reader is slow, or gone", () => 
     for (let i = 0; i < 120; i++) await handle.signal('textDelta', { turn: 0, attempt: 1, text: `${i} ${DELTA}` });
     const cli = cliThroughPipes(['resume', run.id, 'go on', '--wait']);
     const stdout = readAll(cli.stdout);
-    const held = await eventually(async () => {
-      const { stderr } = await cli.stdio();
-      return stderr.waitingForDrain || stderr.buffered > HOLDS_IT_ALL ? stderr : undefined;
-    }, 60_000);
+    const held = await cli.heldAtPipe('stderr');
     expect(held.buffered).toBeLessThan(held.highWaterMark + LONGEST_LINE);
     expect(held.waitingForDrain).toBe(true);
     const progress = await readAll(cli.stderr);
@@ -459,10 +463,7 @@ describe("the CLI's output through a pipe whose reader is slow, or gone", () => 
       await eventually(async () => ((await runs.status(root.id)).children.length === 5 ? true : undefined));
       const cli = cliThroughPipes(['show', root.id, '--tree', '--json']);
       const stderr = readAll(cli.stderr);
-      const held = await eventually(async () => {
-        const { stdout } = await cli.stdio();
-        return stdout.waitingForDrain || stdout.buffered > HOLDS_IT_ALL ? stdout : undefined;
-      }, 60_000);
+      const held = await cli.heldAtPipe('stdout');
       // A buffer's worth, and the run being printed: one child of 60 KB.
       expect(held.buffered).toBeLessThan(held.highWaterMark + answer.length + LONGEST_LINE);
       expect(held.waitingForDrain).toBe(true);
@@ -507,10 +508,7 @@ describe("the CLI's output through a pipe whose reader is slow, or gone", () => 
       }, 30_000);
       const cli = cliThroughPipes(['list', '--provider', provider, '--limit', '1000', '--json']);
       const stderr = readAll(cli.stderr);
-      const held = await eventually(async () => {
-        const { stdout } = await cli.stdio();
-        return stdout.waitingForDrain || stdout.buffered > HOLDS_IT_ALL ? stdout : undefined;
-      }, 60_000);
+      const held = await cli.heldAtPipe('stdout');
       expect(held.buffered).toBeLessThan(held.highWaterMark + LONGEST_LINE);
       expect(held.waitingForDrain).toBe(true);
       const output = readAll(cli.stdout);
