@@ -362,14 +362,18 @@ describe("the CLI's output through a pipe whose reader is slow, or gone", () => 
       exited,
       stdio,
       /**
-       * What `stream` holds unwritten once it waits for its pipe to take more, or has shown that it
-       * does not (by buffering past `HOLDS_IT_ALL`).
+       * Waits until `stream` waits for its pipe to take more, or has shown that it does not (by
+       * buffering past `HOLDS_IT_ALL`), and checks that it waits, holding no more than a buffer's
+       * worth and `slack`.
        */
-      heldAtPipe: (stream: keyof Stdio) =>
-        eventually(async () => {
-          const held = (await stdio())[stream];
-          return held.waitingForDrain || held.buffered > HOLDS_IT_ALL ? held : undefined;
-        }, 60_000),
+      holdsAtPipe: async (stream: keyof Stdio, slack = LONGEST_LINE) => {
+        const held = await eventually(async () => {
+          const now = (await stdio())[stream];
+          return now.waitingForDrain || now.buffered > HOLDS_IT_ALL ? now : undefined;
+        }, 60_000);
+        expect(held.buffered).toBeLessThan(held.highWaterMark + slack);
+        expect(held.waitingForDrain).toBe(true);
+      },
     };
   }
 
@@ -411,10 +415,7 @@ describe("the CLI's output through a pipe whose reader is slow, or gone", () => 
     async (_command, args, whole) => {
       const cli = cliThroughPipes(args(longRun));
       const stderr = readAll(cli.stderr);
-      // Until it waits for the pipe to take more, or has shown it does not (by buffering past it).
-      const held = await cli.heldAtPipe('stdout');
-      expect(held.buffered).toBeLessThan(held.highWaterMark + LONGEST_LINE);
-      expect(held.waitingForDrain).toBe(true);
+      await cli.holdsAtPipe('stdout');
       const output = readAll(cli.stdout);
       expect(await cli.exited).toBe(0);
       whole(await output);
@@ -429,9 +430,7 @@ describe("the CLI's output through a pipe whose reader is slow, or gone", () => 
     for (let i = 0; i < 120; i++) await handle.signal('textDelta', { turn: 0, attempt: 1, text: `${i} ${DELTA}` });
     const cli = cliThroughPipes(['resume', run.id, 'go on', '--wait']);
     const stdout = readAll(cli.stdout);
-    const held = await cli.heldAtPipe('stderr');
-    expect(held.buffered).toBeLessThan(held.highWaterMark + LONGEST_LINE);
-    expect(held.waitingForDrain).toBe(true);
+    await cli.holdsAtPipe('stderr');
     const progress = await readAll(cli.stderr);
     expect(await cli.exited).toBe(0);
     expect(await stdout).toBe('completed: scripted reply to: go on\n');
@@ -463,10 +462,8 @@ describe("the CLI's output through a pipe whose reader is slow, or gone", () => 
       await eventually(async () => ((await runs.status(root.id)).children.length === 5 ? true : undefined));
       const cli = cliThroughPipes(['show', root.id, '--tree', '--json']);
       const stderr = readAll(cli.stderr);
-      const held = await cli.heldAtPipe('stdout');
       // A buffer's worth, and the run being printed: one child of 60 KB.
-      expect(held.buffered).toBeLessThan(held.highWaterMark + answer.length + LONGEST_LINE);
-      expect(held.waitingForDrain).toBe(true);
+      await cli.holdsAtPipe('stdout', answer.length + LONGEST_LINE);
       const output = readAll(cli.stdout);
       expect(await cli.exited).toBe(0);
       const nodes = JSON.parse(await output) as { id: string; treeDepth: number; lastResult: { output: unknown } }[];
@@ -508,9 +505,7 @@ describe("the CLI's output through a pipe whose reader is slow, or gone", () => 
       }, 30_000);
       const cli = cliThroughPipes(['list', '--provider', provider, '--limit', '1000', '--json']);
       const stderr = readAll(cli.stderr);
-      const held = await cli.heldAtPipe('stdout');
-      expect(held.buffered).toBeLessThan(held.highWaterMark + LONGEST_LINE);
-      expect(held.waitingForDrain).toBe(true);
+      await cli.holdsAtPipe('stdout');
       const output = readAll(cli.stdout);
       expect(await cli.exited).toBe(0);
       const rows = JSON.parse(await output) as { id: string; provider: string; status: string }[];
