@@ -7,7 +7,7 @@ import { isHttpUrl } from '../seam/constants';
 import { SubagentError } from '../seam/errors';
 import type { SubagentTool } from '../seam/tool';
 import { builtinFileTools } from '../tools';
-import { defaultSystemPrompt, withDefaultSystemPrompt } from '../tools/system-prompt';
+import { defaultSystemPrompt, withDefaultSystemPrompt } from '../../activities/system-prompt';
 import { envFlag } from '../temporal/env';
 
 export interface LlmProviderOptions {

@@ -1,6 +1,6 @@
 // What a run passes down to the runs it delegates: its depth, its depth cap, its model and what
-// remains of its budget. Pure,
-// so the workflow (for tool activities) and the turn activity compute it the same way.
+// remains of its budget; and which delegation tools a run at its depth is offered. Pure, so the
+// workflow (for tool activities) and the activities compute it the same way.
 import { remainingBudget } from './budget';
 import { STRUCTURED_OUTPUT_TOOL } from './structured';
 import type {
@@ -12,6 +12,7 @@ import type {
 } from './request';
 import type { SubagentSpend } from './result';
 import type { SubagentRun } from './run';
+import type { SubagentTool } from './tool';
 
 /** A run as the parent of nested runs: the depth, cap and model a child inherits. */
 export interface SubagentDelegation {
@@ -113,4 +114,19 @@ function endsTurn(entries: readonly TranscriptEntry[], index: number): boolean {
     ),
   );
   return entry.results.some((result) => captures.has(result.toolCallId) && !result.isError);
+}
+
+/** The key of a delegation tool's config; a copy made of the tool (`{ ...tool }`) keeps it. */
+export const DELEGATION_CONFIG = Symbol('subagent.delegationTool');
+
+/**
+ * Whether `tool` is a delegation tool every call of which is refused in a run at `depth` under
+ * `maxDepth`: the run it would start (at `depth + 1`) is deeper than the lower of its own
+ * `maxDepth` and the run's. False for any other tool.
+ */
+export function delegatesPastDepth(tool: SubagentTool, depth: number, maxDepth: number | undefined): boolean {
+  const config = (tool as { [DELEGATION_CONFIG]?: { maxDepth?: number } })[DELEGATION_CONFIG];
+  if (!config) return false;
+  const caps = [config.maxDepth, maxDepth].filter((cap): cap is number => cap !== undefined);
+  return caps.length > 0 && depth + 1 > Math.min(...caps);
 }

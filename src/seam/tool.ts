@@ -1,5 +1,6 @@
 // Tools an agent-loop child can call, and what a tool call returns to the model. Every tool
-// result in the project is built here: a text the model reads, marked as a failure or not.
+// result in the project is built here: a text the model reads, marked as a failure or not. And
+// the mark of the built-in file tools, which the model call's system prompt names.
 import { type ContentBlock, textContent, textOf } from './content';
 import type { SubagentNestedStartRequest, SubagentSessionEvent } from './request';
 import type { SubagentSpend } from './result';
@@ -96,4 +97,17 @@ export interface SubagentTool {
    * as an error result; the call is not retried.
    */
   execute(args: unknown, context: SubagentToolContext): Promise<ToolCallOutcome>;
+}
+
+/** Marks a built-in file tool: every path it takes is confined to the run's working directory. */
+const CONFINED_FILE_TOOL = Symbol('subagent.confinedFileTool');
+
+/** `tool`, marked as a built-in file tool; a copy made of it (`{ ...tool, inline: false }`) keeps the mark. */
+export function confinedFileTool(tool: SubagentTool): SubagentTool {
+  return Object.assign(tool, { [CONFINED_FILE_TOOL]: true });
+}
+
+/** Whether `tool` is a built-in file tool (or a copy of one), not another tool of the same name. */
+export function isConfinedFileTool(tool: SubagentTool): boolean {
+  return (tool as { [CONFINED_FILE_TOOL]?: boolean })[CONFINED_FILE_TOOL] === true;
 }

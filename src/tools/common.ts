@@ -1,25 +1,12 @@
 // What the file tools share: running one call with its refusals returned as results the model
 // reads, the model's arguments checked one by one, and a few text helpers.
-import { type SubagentTool, type SubagentToolContext, type ToolCallOutcome, toolResult } from '../seam/tool';
+import { type SubagentToolContext, type ToolCallOutcome, toolResult } from '../seam/tool';
 import { ConfinedRoot, ToolPathError } from './confine';
 
 export class InvalidArgumentsError extends Error {
   constructor(detail: string) {
     super(`invalid arguments: ${detail}`);
   }
-}
-
-/** Marks a built-in file tool: every path it takes is confined to the run's working directory. */
-const CONFINED_FILE_TOOL = Symbol('subagent.confinedFileTool');
-
-/** `tool`, marked as a built-in file tool; a copy made of it (`{ ...tool, inline: false }`) keeps the mark. */
-export function confinedFileTool(tool: SubagentTool): SubagentTool {
-  return Object.assign(tool, { [CONFINED_FILE_TOOL]: true });
-}
-
-/** Whether `tool` is a built-in file tool (or a copy of one), not another tool of the same name. */
-export function isConfinedFileTool(tool: SubagentTool): boolean {
-  return (tool as { [CONFINED_FILE_TOOL]?: boolean })[CONFINED_FILE_TOOL] === true;
 }
 
 export const NO_WORKING_DIRECTORY_MESSAGE = 'this run has no working directory, so file tools are unavailable';

@@ -11,7 +11,7 @@ export { listDirectoryTool } from './list-directory';
 export { readFileTool } from './read-file';
 export { searchTextTool } from './search-text';
 export { type SubagentDelegationToolConfig, createDelegationTool } from './subagent';
-export { defaultSystemPrompt } from './system-prompt';
+export { defaultSystemPrompt } from '../../activities/system-prompt';
 
 /** The built-in file tools: `read_file`, `list_directory`, `search_text`, with default limits. */
 export function builtinFileTools(): SubagentTool[] {

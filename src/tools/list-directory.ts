@@ -1,15 +1,8 @@
 // `list_directory`: the entries of one directory inside the working directory, symlinks shown as
 // what they point to when that stays inside it.
 import type { Dirent } from 'node:fs';
-import { type SubagentTool, toolResult } from '../seam/tool';
-import {
-  argumentObject,
-  compareNames,
-  confinedFileTool,
-  positiveIntegerOption,
-  runTool,
-  stringArgument,
-} from './common';
+import { type SubagentTool, confinedFileTool, toolResult } from '../seam/tool';
+import { argumentObject, compareNames, positiveIntegerOption, runTool, stringArgument } from './common';
 import { type ConfinedDirectory, NotDirectoryError } from './confine';
 
 /**

@@ -1,11 +1,10 @@
 // `read_file`: the text of one file inside the working directory, whole or a line range, cut to
 // a byte limit at a line end.
 import * as fs from 'node:fs/promises';
-import { type SubagentTool, type ToolCallOutcome, toolResult } from '../seam/tool';
+import { type SubagentTool, confinedFileTool, type ToolCallOutcome, toolResult } from '../seam/tool';
 import {
   BINARY_SNIFF_BYTES,
   argumentObject,
-  confinedFileTool,
   positiveIntegerArgument,
   positiveIntegerOption,
   runTool,

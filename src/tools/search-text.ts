@@ -1,14 +1,13 @@
 // `search_text`: every line under a path inside the working directory that holds a literal or
 // matches a regular expression, walking the tree within the confinement and the limits.
 import { RE2JS } from 're2js';
-import { type SubagentTool, toolResult } from '../seam/tool';
+import { type SubagentTool, confinedFileTool, toolResult } from '../seam/tool';
 import {
   BINARY_SNIFF_BYTES,
   InvalidArgumentsError,
   argumentObject,
   booleanArgument,
   compareNames,
-  confinedFileTool,
   plural,
   positiveIntegerOption,
   runTool,

@@ -15,7 +15,7 @@ import {
   subagentToolWording,
 } from '../client/subagent-tool';
 // Where a delegation tool keeps its config, so the worker hosting it can bind it to its provider.
-import { DELEGATION_CONFIG } from './delegation-depth';
+import { DELEGATION_CONFIG } from '../seam/delegation';
 
 /** What `createDelegationTool` takes: the caller-side tool's config, and the provider's context contract. */
 export interface SubagentDelegationToolConfig extends SubagentToolConfig {

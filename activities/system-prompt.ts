@@ -1,8 +1,7 @@
 // What an LLM child is told of itself when its provider gives it no system prompt of its own:
 // made at each model call from the tools that call offers, so it describes only what the child has.
-import type { SubagentAgentProvider } from '../seam/provider';
-import type { SubagentTool } from '../seam/tool';
-import { isConfinedFileTool } from './common';
+import type { SubagentAgentProvider } from '../src/seam/provider';
+import { type SubagentTool, isConfinedFileTool } from '../src/seam/tool';
 
 /**
  * The system prompt of a child offered `tools` and no prompt of its own: it speaks of tools only
