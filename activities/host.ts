@@ -29,10 +29,18 @@ import type { SubagentNestedStartRequest, SubagentSessionEvent, TranscriptEntry 
 
 export interface ActivityDependencies {
   providers: ReadonlyMap<string, SubagentHostedProvider>;
-  /** Reads the run's request and conversation from its workflow (a query: nothing is recorded). */
+  /**
+   * Reads the run's request and conversation from its workflow (a query: nothing is recorded).
+   * `queryRunContext` reads it a page at a time, as one answer cannot pass the server's 2 MiB.
+   */
   fetchRunContext(runId: string): Promise<RunContextSnapshot>;
-  /** Reads the messages waiting for the run's next turn from its workflow (a query). */
+  /** Reads all the messages waiting for the run's next turn from its workflow (a query). */
   fetchPendingMessages(runId: string): Promise<ContentBlock[][]>;
+  /**
+   * The same from position `from` on (`queryPendingMessages`, a page at a time), used instead
+   * where given: a turn that took some already reads only those after them.
+   */
+  fetchPendingMessagesFrom?(runId: string, from: number): Promise<ContentBlock[][]>;
   /** Records a permission decision in the run's history (a signal to its workflow). */
   recordPermission?(runId: string, decision: SubagentPermissionDecision): Promise<void>;
   /**

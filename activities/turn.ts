@@ -68,7 +68,9 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
           transcript: async () => context.entries,
           providerState: input.providerState,
           takeMessages: async () => {
-            const fresh = (await deps.fetchPendingMessages(runId)).slice(consumed);
+            const fresh = deps.fetchPendingMessagesFrom
+              ? await deps.fetchPendingMessagesFrom(runId, consumed)
+              : (await deps.fetchPendingMessages(runId)).slice(consumed);
             consumed += fresh.length;
             taken.push(...fresh);
             return fresh;

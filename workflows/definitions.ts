@@ -293,10 +293,51 @@ export const statusQuery = defineQuery<SubagentRunStatus>('status');
  * shows no history); writes nothing. Observers otherwise read the settle point in history.
  */
 export const segmentOutcomeQuery = defineQuery<SegmentOutcomeReply>('segmentOutcome');
-/** What a worker that lacks the conversation in its cache fetches; writes nothing to history. */
+/**
+ * What a worker that lacks the conversation in its cache fetches; writes nothing to history. Asked
+ * without arguments, as workers from before pages ask: the request and the whole conversation in
+ * one answer, which the server refuses past 2 MiB. Workers ask for pages.
+ */
 export const runContextQuery = defineQuery<RunContextSnapshot>('runContext');
-/** The messages waiting for the child, for a provider that takes them mid-turn (ACP). */
+/**
+ * The same query asked for a page (`QueryPageArgs`); a workflow worker from before pages answers
+ * the whole, as without arguments.
+ */
+export const runContextPageQuery = defineQuery<RunContextPage | RunContextSnapshot, [QueryPageArgs]>('runContext');
+/** The messages waiting for the child, for a provider that takes them mid-turn (ACP): all of them. */
 export const pendingMessagesQuery = defineQuery<ContentBlock[][]>('pendingMessages');
+/** The same query asked for a page; a workflow worker from before pages answers all of them. */
+export const pendingMessagesPageQuery = defineQuery<PendingMessagesPage | ContentBlock[][], [QueryPageArgs]>(
+  'pendingMessages',
+);
+
+/** Which page of a list a query answers: from position `from`, at most about `maxBytes` of JSON. */
+export interface QueryPageArgs {
+  from: number;
+  /**
+   * The page's JSON in bytes, at most; a page holds at least one item (or the request) whatever
+   * its size, so a reader always moves on.
+   */
+  maxBytes: number;
+  /** `runContext` only: the page begins with the run's request (its size counts against `maxBytes`). */
+  request?: boolean;
+}
+
+/** A page of the run's conversation: `entries` from the page's `from`, of `total`. */
+export interface RunContextPage {
+  request?: ResolvedSubagentRequest;
+  entries: TranscriptEntry[];
+  total: number;
+  /** The Temporal run that answered: a reader whose pages come from two runs (a reset) reads again. */
+  runId: string;
+}
+
+/** A page of the messages waiting for the child: `messages` from the page's `from`, of `total`. */
+export interface PendingMessagesPage {
+  messages: ContentBlock[][];
+  total: number;
+  runId: string;
+}
 
 /**
  * What the run workflow tells the worker it runs on, outside history (a sink: never recorded, not

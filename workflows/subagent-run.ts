@@ -36,6 +36,7 @@ import {
   SETTLED_MEMO_KEY,
   SETTLED_MEMO_MAX_BYTES,
   STRUCTURED_OUTPUT_NUDGE,
+  type QueryPageArgs,
   type ResumeArgs,
   type SegmentOutcome,
   type SubagentRunCarry,
@@ -47,11 +48,11 @@ import {
   childSettledSignal,
   childStartedSignal,
   disposeUpdate,
-  pendingMessagesQuery,
+  pendingMessagesPageQuery,
   permissionDecidedSignal,
   requestApprovalUpdate,
   resumeUpdate,
-  runContextQuery,
+  runContextPageQuery,
   segmentOutcomeQuery,
   segmentResultUpdate,
   sendMessageSignal,
@@ -272,8 +273,22 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     ...(request.budget ? { budgetLeft: remainingBudget(request.budget, treeSpend(state)) } : {}),
   }));
 
-  setHandler(runContextQuery, () => ({ request, entries: state.transcript }));
-  setHandler(pendingMessagesQuery, () => state.pending);
+  // Queries are not in history, so answering them in pages changes nothing a replay sees. Asked
+  // without a page (a worker from before pages), they answer the whole list as they did.
+  setHandler(runContextPageQuery, (page?: QueryPageArgs) => {
+    if (!isPageArgs(page)) return { request, entries: state.transcript };
+    const spent = page.request ? payloadBytes(request) : 0;
+    return {
+      ...(page.request ? { request } : {}),
+      entries: pageOf(state.transcript, page, spent),
+      total: state.transcript.length,
+      runId: workflowInfo().runId,
+    };
+  });
+  setHandler(pendingMessagesPageQuery, (page?: QueryPageArgs) => {
+    if (!isPageArgs(page)) return state.pending;
+    return { messages: pageOf(state.pending, page), total: state.pending.length, runId: workflowInfo().runId };
+  });
 
   /** Why the carried state cannot continue as new (it would outgrow one payload), or undefined. */
   const carryViolation = (next: SubagentRunCarry, what = 'the carried conversation') =>
@@ -580,4 +595,29 @@ function unnameableIn({ request, modelTaskQueue }: SubagentRunInput): string | u
     return `modelTaskQueue must be well-formed text of 1 to ${MAX_WORKFLOW_ID_BYTES} bytes`;
   }
   return undefined;
+}
+
+/** Whether a query was asked for a page (a raw client's odd arguments get the whole list). */
+function isPageArgs(args: unknown): args is QueryPageArgs {
+  return typeof args === 'object' && args !== null;
+}
+
+/**
+ * The items of `list` from `page.from` whose JSON fits `page.maxBytes` with `spent` bytes already
+ * in the answer; at least one when nothing is spent, however large, so a reader always moves on.
+ * A bound that is not a number reads as 0: a raw client gets some page, never a failed query.
+ */
+function pageOf<T>(list: readonly T[], { from, maxBytes }: QueryPageArgs, spent = 0): T[] {
+  const start = Number.isSafeInteger(from) && from > 0 ? from : 0;
+  const limit = typeof maxBytes === 'number' && maxBytes > 0 ? maxBytes : 0;
+  const page: T[] = [];
+  let bytes = spent;
+  for (let i = start; i < list.length; i++) {
+    // Each item's JSON and the comma before it.
+    const size = payloadBytes(list[i]) + 1;
+    if ((page.length > 0 || spent > 0) && bytes + size > limit) break;
+    page.push(list[i]!);
+    bytes += size;
+  }
+  return page;
 }

@@ -97,6 +97,16 @@ export function unknownSearchAttribute(err: unknown): string | undefined {
   )?.message;
 }
 
+/**
+ * The server refused a payload past its size limit: a query answer past 2 MiB, say, which it
+ * refuses with INVALID_ARGUMENT, "Blob data size exceeds limit.".
+ */
+export function isOverBlobLimit(err: unknown): boolean {
+  return causeChain(err).some(
+    (e) => (e as { code?: unknown }).code === GRPC_INVALID_ARGUMENT && /blob data size exceeds limit/i.test(e.message),
+  );
+}
+
 /** How many times `sendAgainIfDropped` sends an update that a failed workflow task drops each time. */
 const MAX_SENDS = 3;
 

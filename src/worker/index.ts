@@ -38,6 +38,7 @@ export {
   searchTextTool,
 } from '../tools';
 export { type ConnectTemporalOptions, type TemporalEnvironment, connectTemporal } from './connect';
+export { QUERY_PAGE_BYTES, queryPendingMessages, queryRunContext } from './run-queries';
 export {
   type SubagentWorker,
   type SubagentWorkerOptions,

@@ -12,11 +12,9 @@ import {
   type SubagentSinks,
   TOKEN_LIMITER_WORKFLOW,
   chargeTokensSignal,
-  pendingMessagesQuery,
   permissionDecidedSignal,
   requestApprovalUpdate,
   reserveTokensUpdate,
-  runContextQuery,
   textDeltaSignal,
   tokenLimiterId,
 } from '../../workflows/definitions';
@@ -47,6 +45,7 @@ import type { SubagentHostedProvider, SubagentModelPrices } from '../seam/provid
 import { checkModelPrices, modelPricesFromEnv } from '../temporal/config';
 import { SubagentTracing, TRACING_WORKFLOW_MODULE, tracingWorkerOptions } from '../temporal/tracing';
 import { bindDelegationTools } from '../tools/subagent';
+import { queryPendingMessages, queryRunContext } from './run-queries';
 
 export interface SubagentWorkerOptions {
   connection: NativeConnection;
@@ -237,8 +236,9 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
   const activities = createActivities({
     providers,
     delegate: delegateThrough(subagents),
-    fetchRunContext: (runId) => client.workflow.getHandle(runId).query(runContextQuery),
-    fetchPendingMessages: (runId) => client.workflow.getHandle(runId).query(pendingMessagesQuery),
+    fetchRunContext: (runId) => queryRunContext(client.workflow.getHandle(runId)),
+    fetchPendingMessages: (runId) => queryPendingMessages(client.workflow.getHandle(runId), 0),
+    fetchPendingMessagesFrom: (runId, from) => queryPendingMessages(client.workflow.getHandle(runId), from),
     recordPermission: (runId, decision) => client.workflow.getHandle(runId).signal(permissionDecidedSignal, decision),
     requestApproval: async (runId, args, signal) => {
       const update = await sendAgainIfDropped(() =>
