@@ -3,7 +3,8 @@
 // without a payload store whose conversation or queue of messages outgrew that had its turn retried
 // until it ended `error`. Read a page at a time, they reach the child whole, each message of nearly
 // a payload on a page of its own; one the server will not answer even alone fails the turn for good.
-import type { SubagentTurnProvider } from '../../src';
+import { join } from 'node:path';
+import type { SubagentRun, SubagentTurnProvider } from '../../src';
 import { type ContentBlock, textOf } from '../../src/seam/content';
 import type { TranscriptEntry } from '../../src/seam/request';
 import { sendMessageSignal, statusQuery } from '../../workflows/definitions';
@@ -27,6 +28,12 @@ function deferred(map: Map<string, () => void>, promises: Map<string, Promise<vo
   return { promise: promises.get(key)!, resolve: () => map.get(key)!() };
 }
 const turnStarted = (runId: string, turn: number) => deferred(started, startedPromises, `${runId}.${turn}`).promise;
+/** Resolves once the run's turn `turn` starts; rejects if the run ends first (a turn that could not read what it needs). */
+const turnOf = (run: SubagentRun, turn: number) =>
+  Promise.race([
+    turnStarted(run.id, turn),
+    run.result.then(({ diagnostic }) => Promise.reject(new Error(`the run ended before turn ${turn}: ${diagnostic}`))),
+  ]);
 const release = (runId: string, turn: number) => deferred(releases, releasePromises, `${runId}.${turn}`).resolve();
 
 /**
@@ -79,19 +86,13 @@ const pendingIs = (runId: string, count: number) =>
 
 it('reads a conversation of 6 MB, each message of nearly a payload, from the workflow a page at a time: a turn on a worker without it in its cache was retried until the run ended error (the query answer past the 2 MiB limit)', async () => {
   const run = runs.service.start(echo.name, { prompt: text('go'), parent: { id: 'p' } });
-  // Each turn, or the run's end before it (a turn that could not read the conversation).
-  const turn = (n: number) =>
-    Promise.race([
-      turnStarted(run.id, n),
-      run.result.then(({ diagnostic }) => Promise.reject(new Error(`the run ended before turn ${n}: ${diagnostic}`))),
-    ]);
   for (let n = 0; n < 3; n++) {
-    await turn(n);
+    await turnOf(run, n);
     run.sendMessage!(big(`m${n}`));
     await pendingIs(run.id, 1);
     release(run.id, n);
   }
-  await turn(3);
+  await turnOf(run, 3);
   release(run.id, 3);
   const result = await run.result;
   expect(result.stopReason).toBe('completed');
@@ -112,7 +113,7 @@ it('reads a conversation of 6 MB, each message of nearly a payload, from the wor
 
 it('hands a turn the messages waiting mid-turn, 6 MB of them, a page at a time, and only those it has not taken: takeMessages failed (the query answer past the 2 MiB limit)', async () => {
   const run = runs.service.start(echo.name, { prompt: text('go'), parent: { id: 'p' }, agentOptions: { take: true } });
-  await turnStarted(run.id, 0);
+  await turnOf(run, 0);
   for (const name of ['a', 'b', 'c']) run.sendMessage!(big(name));
   await pendingIs(run.id, 3);
   release(run.id, 0);
@@ -139,7 +140,7 @@ it('fails a turn for good, PAYLOAD_TOO_LARGE, when one conversation entry is mor
     const service = newService(temporal);
     service.registerProvider(provider);
     const run = service.start(provider.name, { prompt: text('go'), parent: { id: 'p' } });
-    await turnStarted(run.id, 0);
+    await turnOf(run, 0);
     const handle = temporal.client.workflow.getHandle(run.id);
     await handle.signal(sendMessageSignal, { content: text('x'.repeat(LIMIT - 90)) });
     await eventually(async () => ((await handle.query(statusQuery)).pendingMessages === 1 ? true : undefined));
@@ -155,5 +156,46 @@ it('fails a turn for good, PAYLOAD_TOO_LARGE, when one conversation entry is mor
   } finally {
     await stopWorker();
     await temporal.close();
+  }
+}, 120_000);
+
+it('takes the whole answer of a run whose workflow code is from before pages (a fleet in the middle of a deploy), its conversation and its waiting messages', async () => {
+  // This build's activities beside the workflow code frozen before pages, whose handlers answer
+  // the whole list whatever they are asked.
+  const provider = echoProvider(uniqueName('echo-before-pages'));
+  const stopWorker = await startWorker(runs.temporal, [provider], {
+    contextCacheSize: 0,
+    workflowBundle: { codePath: join(__dirname, '..', 'fixtures', 'builds', 'workflows-95c8865.js') },
+  });
+  try {
+    const service = newService(runs.temporal);
+    service.registerProvider(provider);
+    // Turn 1 reads the conversation before it from the workflow: the worker keeps no cache.
+    const reading = service.start(provider.name, { prompt: text('go'), parent: { id: 'p' } });
+    await turnOf(reading, 0);
+    reading.sendMessage!(text('a'));
+    await pendingIs(reading.id, 1);
+    release(reading.id, 0);
+    await turnOf(reading, 1);
+    release(reading.id, 1);
+    expect(JSON.parse(textOf((await reading.result).output))).toEqual({
+      turn: 1,
+      transcript: ['user go 2', expect.stringMatching(/^assistant \{"turn":0/)],
+      input: ['a 1'],
+    });
+    // Turn 0 takes the messages waiting mid-turn, then finds none it has not taken.
+    const taking = service.start(provider.name, {
+      prompt: text('go'),
+      parent: { id: 'p' },
+      agentOptions: { take: true },
+    });
+    await turnOf(taking, 0);
+    for (const name of ['b', 'c']) taking.sendMessage!(text(name));
+    await pendingIs(taking.id, 2);
+    release(taking.id, 0);
+    expect(JSON.parse(textOf((await taking.result).output))).toMatchObject({ taken: [['b 1', 'c 1'], []] });
+    await Promise.all([reading.dispose(), taking.dispose()]);
+  } finally {
+    await stopWorker();
   }
 }, 120_000);
