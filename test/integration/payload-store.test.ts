@@ -173,6 +173,21 @@ async function startAgainAfterForgotten(store: SubagentPayloadStore, age: (runId
 }
 
 /**
+ * Two runs' blobs in `store`, aged by `age`: one a start repeated with its key will store again
+ * (`key`, with the input `bytes`), one the server never had (`forgotten`).
+ */
+async function twoAgedRuns(store: SubagentPayloadStore, age: (runId: string) => Promise<void>) {
+  const key = { namespace: 'default', runId: `subagent:${uniqueName('restarted')}:1`, digest: 'e'.repeat(64) };
+  const forgotten = `subagent:${uniqueName('forgotten')}:1`;
+  const bytes = Buffer.from('the start input');
+  await store.put(key, bytes);
+  await store.put({ ...key, runId: forgotten }, bytes);
+  await age(key.runId);
+  await age(forgotten);
+  return { key, forgotten, bytes };
+}
+
+/**
  * Sweeps `store` with a blob stored again (`age` made it two hours old first) right after the
  * sweep listed the runs and before it asks the server about them: a start repeated with its key
  * while a sweep is going. Beside it, a run as old and not written to again. Resolves with what
@@ -183,13 +198,7 @@ async function sweepAroundAStart(
   store: SubagentPayloadStore,
   age: (runId: string) => Promise<void>,
 ): Promise<{ deleted: string[]; forgotten: string; kept: boolean }> {
-  const key = { namespace: 'default', runId: `subagent:${uniqueName('restarted')}:1`, digest: 'e'.repeat(64) };
-  const forgotten = `subagent:${uniqueName('forgotten')}:1`;
-  const bytes = Buffer.from('the start input');
-  await store.put(key, bytes);
-  await store.put({ ...key, runId: forgotten }, bytes);
-  await age(key.runId);
-  await age(forgotten);
+  const { key, forgotten, bytes } = await twoAgedRuns(store, age);
   const racing: SubagentPayloadStore = {
     name: store.name,
     get: (blob) => store.get(blob),
@@ -232,13 +241,7 @@ async function twoSweepsAtOnce(
   store: SubagentPayloadStore,
   age: (runId: string) => Promise<void>,
 ): Promise<{ deleted: string[][]; forgotten: string; kept: boolean }> {
-  const key = { namespace: 'default', runId: `subagent:${uniqueName('restarted')}:1`, digest: 'e'.repeat(64) };
-  const forgotten = `subagent:${uniqueName('forgotten')}:1`;
-  const bytes = Buffer.from('the start input');
-  await store.put(key, bytes);
-  await store.put({ ...key, runId: forgotten }, bytes);
-  await age(key.runId);
-  await age(forgotten);
+  const { key, forgotten, bytes } = await twoAgedRuns(store, age);
   const listed = meeting(2);
   let storedAgain: Promise<void> | undefined;
   const deleting = new Map([key.runId, forgotten].map((runId) => [runId, meeting(2)]));
@@ -263,6 +266,27 @@ async function twoSweepsAtOnce(
   });
   const deleted = await Promise.all([sweepPayloads(client, sweeping()), sweepPayloads(client, sweeping())]);
   return { deleted, forgotten, kept: (await store.get(key)) !== undefined };
+}
+
+/** Sets the times of `paths` to two hours ago: past the sweeper's grace for a start on its way. */
+function ageTwoHours(...paths: string[]): void {
+  const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
+  for (const path of paths) utimesSync(path, twoHoursAgo, twoHoursAgo);
+}
+
+/** A file store of its own holding one blob, two hours old, of a run the server never had. */
+async function storeWithAForgottenRun(label: string) {
+  const store = new FilePayloadStore(mkdtempSync(join(tmpdir(), `subagent-payloads-${label}-`)));
+  const forgotten = { namespace: 'default', runId: `subagent:${uniqueName(label)}:1`, digest: 'f'.repeat(64) };
+  await store.put(forgotten, Buffer.from('blob'));
+  ageTwoHours(join(store.dir, 'default', encodeURIComponent(forgotten.runId)));
+  return { store, forgotten };
+}
+
+/** Ages run `runId`'s directory in the file store `store`, and every blob in it, by two hours. */
+function ageRun(store: FilePayloadStore, runId: string): void {
+  const runDir = join(store.dir, 'default', encodeURIComponent(runId));
+  ageTwoHours(...readdirSync(runDir).map((name) => join(runDir, name)), runDir);
 }
 
 describe('in files (the embedded default)', () => {
@@ -305,10 +329,7 @@ describe('in files (the embedded default)', () => {
       await store.put({ namespace: 'default', runId, digest: 'a'.repeat(64) }, Buffer.from('blob'));
     }
     // Written two hours ago: past the sweeper's grace for a start still on the way.
-    const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
-    for (const runId of [forgotten, live.id]) {
-      utimesSync(join(dir, 'default', encodeURIComponent(runId)), twoHoursAgo, twoHoursAgo);
-    }
+    ageTwoHours(...[forgotten, live.id].map((runId) => join(dir, 'default', encodeURIComponent(runId))));
     const deleted = await sweepPayloads(setup.temporal.client, store);
     expect(deleted).toContain(forgotten);
     expect(deleted).not.toContain(live.id);
@@ -321,12 +342,9 @@ describe('in files (the embedded default)', () => {
     // Before, the sweep went by the times it listed: a blob stored after (a start repeated with
     // its key, which reaches the server once the sweep has asked about the run) was deleted.
     const own = new FilePayloadStore(mkdtempSync(join(tmpdir(), 'subagent-payloads-between-')));
-    const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
-    const { deleted, forgotten, kept } = await sweepAroundAStart(setup.temporal.client, own, async (runId) => {
-      const runDir = join(own.dir, 'default', encodeURIComponent(runId));
-      for (const name of readdirSync(runDir)) utimesSync(join(runDir, name), twoHoursAgo, twoHoursAgo);
-      utimesSync(runDir, twoHoursAgo, twoHoursAgo);
-    });
+    const { deleted, forgotten, kept } = await sweepAroundAStart(setup.temporal.client, own, async (runId) =>
+      ageRun(own, runId),
+    );
     expect(deleted).toContain(forgotten);
     expect(deleted).toHaveLength(1);
     expect(kept).toBe(true);
@@ -336,11 +354,10 @@ describe('in files (the embedded default)', () => {
     // Before, the sweep stopped at the first run it could not delete (a directory of another
     // user's, say): every sweep failed there, and the runs listed after it were never deleted.
     const files = new FilePayloadStore(mkdtempSync(join(tmpdir(), 'subagent-payloads-undeletable-')));
-    const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
     const runIds = ['a', 'b', 'c'].map((letter) => `subagent:${uniqueName(`undeletable-${letter}`)}:1`);
     for (const runId of runIds) {
       await files.put({ namespace: 'default', runId, digest: 'a'.repeat(64) }, Buffer.from('blob'));
-      utimesSync(join(files.dir, 'default', encodeURIComponent(runId)), twoHoursAgo, twoHoursAgo);
+      ageTwoHours(join(files.dir, 'default', encodeURIComponent(runId)));
     }
     let refused: string | undefined;
     const store: SubagentPayloadStore = {
@@ -366,12 +383,9 @@ describe('in files (the embedded default)', () => {
 
   it('deletes a run once and keeps one written to since, when two sweeps go over the store at once', async () => {
     const own = new FilePayloadStore(mkdtempSync(join(tmpdir(), 'subagent-payloads-two-sweeps-')));
-    const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
-    const { deleted, forgotten, kept } = await twoSweepsAtOnce(setup.temporal.client, own, async (runId) => {
-      const runDir = join(own.dir, 'default', encodeURIComponent(runId));
-      for (const name of readdirSync(runDir)) utimesSync(join(runDir, name), twoHoursAgo, twoHoursAgo);
-      utimesSync(runDir, twoHoursAgo, twoHoursAgo);
-    });
+    const { deleted, forgotten, kept } = await twoSweepsAtOnce(setup.temporal.client, own, async (runId) =>
+      ageRun(own, runId),
+    );
     expect(deleted.flat()).toEqual([forgotten]);
     expect(kept).toBe(true);
     expect(await own.runs('default')).toHaveLength(1);
@@ -381,12 +395,7 @@ describe('in files (the embedded default)', () => {
     // Before, the input blob was there already with its old time: put left it as it was, so the
     // sweep saw a run two hours old that the server did not have, and deleted its blobs.
     const own = new FilePayloadStore(mkdtempSync(join(tmpdir(), 'subagent-payloads-forgotten-')));
-    const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
-    const { swept, result } = await startAgainAfterForgotten(own, async (runId) => {
-      const runDir = join(own.dir, 'default', encodeURIComponent(runId));
-      for (const name of readdirSync(runDir)) utimesSync(join(runDir, name), twoHoursAgo, twoHoursAgo);
-      utimesSync(runDir, twoHoursAgo, twoHoursAgo);
-    });
+    const { swept, result } = await startAgainAfterForgotten(own, async (runId) => ageRun(own, runId));
     expect(swept).toEqual([]);
     expect(result).toEqual({ output: text('done'), stopReason: 'completed' });
   }, 60_000);
@@ -412,9 +421,7 @@ describe('run ids too long for a file name', () => {
         expect(readdirSync(join(dir, 'default')).every((entry) => entry.length <= 255)).toBe(true);
         // Its blobs two hours old: a sweep would delete them if it took the run for one the
         // server does not have, as it would a name it could not map back to the run's id.
-        const runDir = readdirSync(join(dir, 'default'))[0]!;
-        const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
-        utimesSync(join(dir, 'default', runDir), twoHoursAgo, twoHoursAgo);
+        ageTwoHours(join(dir, 'default', readdirSync(join(dir, 'default'))[0]!));
         expect((await store.runs('default')).map((listed) => listed.runId)).toEqual([run.id]);
         expect(await sweepPayloads(setup.temporal.client, store)).toEqual([]);
         const elsewhere = new TemporalSubagentService({ client: setup.temporal.client });
@@ -501,16 +508,7 @@ describe("the worker's sweeper", () => {
   it('sweeps the blobs of a run the server does not have soon after the worker starts, not an interval later', async () => {
     // Before, the first sweep came a whole interval (an hour by default) after the start: a worker
     // restarted more often (deploys, autoscaling, a crash loop) never swept, and the store grew.
-    const dir = mkdtempSync(join(tmpdir(), 'subagent-payloads-first-sweep-'));
-    const store = new FilePayloadStore(dir);
-    const forgotten = {
-      namespace: 'default',
-      runId: `subagent:${uniqueName('before-start')}:1`,
-      digest: 'f'.repeat(64),
-    };
-    await store.put(forgotten, Buffer.from('blob'));
-    const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
-    utimesSync(join(dir, 'default', encodeURIComponent(forgotten.runId)), twoHoursAgo, twoHoursAgo);
+    const { store, forgotten } = await storeWithAForgottenRun('first-sweep');
     const dataConverter = converterFor(store);
     const temporal = await connectTestTemporal('default', { dataConverter });
     const stopWorker = await startWorker(temporal, [createScriptedProvider({ name: uniqueName('first-sweep') })], {
@@ -530,12 +528,7 @@ describe("the worker's sweeper", () => {
   it('stops a sweep under way when the worker shuts down, resolving the shutdown only once it has ended, with nothing deleted after', async () => {
     // Before, shutdown left the sweep going: it resolved while the sweep was held here, and the
     // sweep then asked the server (on a connection its caller may have closed) and deleted blobs.
-    const dir = mkdtempSync(join(tmpdir(), 'subagent-payloads-shutdown-'));
-    const files = new FilePayloadStore(dir);
-    const forgotten = { namespace: 'default', runId: `subagent:${uniqueName('swept-late')}:1`, digest: 'f'.repeat(64) };
-    await files.put(forgotten, Buffer.from('blob'));
-    const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
-    utimesSync(join(dir, 'default', encodeURIComponent(forgotten.runId)), twoHoursAgo, twoHoursAgo);
+    const { store: files, forgotten } = await storeWithAForgottenRun('shutdown');
     const events: string[] = [];
     let listing!: () => void;
     const listed = new Promise<void>((resolve) => (listing = resolve));
