@@ -69,13 +69,21 @@ it('starts runs without search attributes where the namespace lacks them, and wi
     'SubagentCostUsd',
   ]);
   expect(await ensureSearchAttributes(temporal.connection, namespace)).toEqual([]);
-  const indexed = new TemporalSubagentService({
-    client: new Client({ connection: temporal.connection, namespace }),
-    logger: recordingLogger(),
-  });
-  indexed.registerProvider(scripted);
-  const third = indexed.start(scripted.name, { prompt: text('three'), parent: { id: 'p' } });
-  await third.result;
+  // The server may refuse a start with attributes registered a moment ago, which a service then
+  // starts without them, as it warns: a new service tries again until one starts indexed.
+  const third = await eventually(async () => {
+    const startLogger = recordingLogger();
+    const indexed = new TemporalSubagentService({
+      client: new Client({ connection: temporal.connection, namespace }),
+      logger: startLogger,
+    });
+    indexed.registerProvider(scripted);
+    const run = indexed.start(scripted.name, { prompt: text('three'), parent: { id: 'p' } });
+    await run.result;
+    if (startLogger.warnings.length === 0) return run;
+    await run.dispose();
+    return undefined;
+  }, 30_000);
   // The frontend takes attributes just registered before every history host does: a host that
   // does not know them yet refuses the workflow task that upserts them, which is then retried.
   const searchAttributes = await eventually(async () => {
