@@ -20,9 +20,24 @@ const MAX_TOOL_RESULTS = 1024;
 const MAX_TOOL_RESULT_CHARS = 64 * 1024 * 1024;
 /** User messages kept for the next activity, at most, over all runs: their JSON's length in all. */
 const MAX_USER_ENTRY_CHARS = 16 * 1024 * 1024;
+/**
+ * Conversations kept, at most: their requests' and entries' JSON length in all. A count of runs
+ * alone let a worker keep 256 conversations of many megabytes each. One the cache has dropped is
+ * read from the workflow at its run's next activity.
+ */
+const MAX_RUN_CHARS = 256 * 1024 * 1024;
+
+/** The JSON length of each request and entry measured: a conversation grows, its entries stay. */
+const measured = new WeakMap<object, number>();
+const charsOf = (value: object): number => {
+  let chars = measured.get(value);
+  if (chars === undefined) measured.set(value, (chars = JSON.stringify(value).length));
+  return chars;
+};
 
 export class RunContextCache {
-  private readonly runs = new Map<string, CachedRunContext>();
+  private readonly runs = new Map<string, { context: CachedRunContext; chars: number }>();
+  private runChars = 0;
   private readonly toolResults = new Map<string, { result: ToolResultBlock; chars: number }>();
   private toolResultChars = 0;
   /** By workflow run (a reset or a continue-as-new is a run of its own) and conversation position. */
@@ -95,20 +110,33 @@ export class RunContextCache {
 
   /** The cached context if it is exactly the conversation `ref` describes, else undefined. */
   lookup(runId: string, ref: TurnActivityInput['transcript']): CachedRunContext | undefined {
-    const cached = this.runs.get(runId);
+    const kept = this.runs.get(runId);
+    const cached = kept?.context;
     if (!cached || cached.entries.length !== ref.length) return undefined;
     const lastAssistant = cached.entries.findLast((entry) => entry.kind === 'assistant');
     if (lastAssistant?.id !== ref.lastAssistantId) return undefined;
     // Refresh recency: Map iteration order is insertion order, the oldest is evicted first.
     this.runs.delete(runId);
-    this.runs.set(runId, cached);
+    this.runs.set(runId, kept);
     return cached;
   }
 
+  /** Keeps run `runId`'s context, dropping the least recently used past `maxRuns` or `MAX_RUN_CHARS`. */
   put(runId: string, context: CachedRunContext): void {
+    this.dropRun(runId);
+    const chars = context.entries.reduce((sum, entry) => sum + charsOf(entry), charsOf(context.request));
+    // One too large for the cache is read from the workflow instead.
+    if (chars > MAX_RUN_CHARS) return;
+    this.runs.set(runId, { context, chars });
+    this.runChars += chars;
+    while (this.runs.size > this.maxRuns || this.runChars > MAX_RUN_CHARS) this.dropRun(this.runs.keys().next().value!);
+  }
+
+  private dropRun(runId: string): void {
+    const kept = this.runs.get(runId);
+    if (!kept) return;
     this.runs.delete(runId);
-    this.runs.set(runId, context);
-    while (this.runs.size > this.maxRuns) this.runs.delete(this.runs.keys().next().value!);
+    this.runChars -= kept.chars;
   }
 
   get size(): number {

@@ -1,9 +1,10 @@
 // The worker's cache of user messages its workflows told it of (a sink): keyed by the workflow run
-// and the message's place in the conversation, taken once, and bounded in size; and of the tool
-// results it produced for a run's next model call, bounded in number and in size.
+// and the message's place in the conversation, taken once, and bounded in size; of the tool
+// results it produced for a run's next model call, bounded in number and in size; and of runs'
+// conversations, bounded in number and in size.
 import { RunContextCache } from '../../activities';
 import type { ToolResultBlock } from '../../src/seam/content';
-import type { TranscriptEntry } from '../../src/seam/request';
+import type { ResolvedSubagentRequest, TranscriptEntry } from '../../src/seam/request';
 
 const user = (text: string): TranscriptEntry => ({ kind: 'user', content: [{ type: 'text', text }] });
 
@@ -52,5 +53,25 @@ describe('the cache of tool results', () => {
     expect(cache.toolResultsFor('run-a', ['r299'])).toEqual([result(output)]);
     cache.dropToolResults('run-a', ['r299']);
     expect(cache.toolResultsFor('run-a', ['r299'])).toBeUndefined();
+  });
+});
+
+describe('the cache of conversations', () => {
+  const request = {} as ResolvedSubagentRequest;
+  const ref = (entries: number) => ({ length: entries, lastAssistantId: undefined });
+
+  it('forgets the least recently used conversations past 256 Mi characters in all, not only past 256 runs, and keeps none too large for it (a worker kept 256 of many megabytes each)', () => {
+    const cache = new RunContextCache();
+    // One string, shared: what the cache counts is each entry's JSON, not memory this test holds.
+    const big = 'x'.repeat(100 * 1024 * 1024);
+    for (const runId of ['run-a', 'run-b']) cache.put(runId, { request, entries: [user(big)] });
+    expect(cache.lookup('run-a', ref(1))).toBeDefined(); // run-b is now the least recently used
+    cache.put('run-c', { request, entries: [user(big)] });
+    expect(cache.lookup('run-b', ref(1))).toBeUndefined();
+    expect(cache.lookup('run-a', ref(1))).toBeDefined();
+    expect(cache.lookup('run-c', ref(1))).toBeDefined();
+    cache.put('run-d', { request, entries: [user(big), user(big), user(big)] });
+    expect(cache.lookup('run-d', ref(3))).toBeUndefined();
+    expect(cache.size).toBe(2);
   });
 });
