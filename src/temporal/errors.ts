@@ -202,3 +202,25 @@ export function sealedWithoutCodec(err: unknown, runId?: string): SubagentError 
     { cause: err },
   );
 }
+
+/**
+ * `call`, or a rejection with the signal's reason as soon as it aborts; the call's own later
+ * failure is left unheard. For calls that cannot be stopped themselves: a `NativeConnection` (a
+ * worker's, one `connectTemporal` shares) ignores `withAbortSignal`, so a history read's long poll
+ * went on until the run's next event, days maybe. Left to the server, such a poll ends within its
+ * long-poll interval (20 s by default), and nothing reads after it.
+ */
+export function abortable<T>(call: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    call.catch(() => undefined);
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => {
+      call.catch(() => undefined);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    call.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}

@@ -18,7 +18,14 @@ import {
 } from '../../workflows/definitions';
 import { isWorkflowId } from '../seam/constants';
 import { SubagentError, causeChain } from '../seam/errors';
-import { DEFAULT_RECONNECT_WINDOW_MS, isNotFound, isUnreachable, ridingOutOutages, sealedWithoutCodec } from './errors';
+import {
+  DEFAULT_RECONNECT_WINDOW_MS,
+  abortable,
+  isNotFound,
+  isUnreachable,
+  ridingOutOutages,
+  sealedWithoutCodec,
+} from './errors';
 import { retrievePayloads } from './payload-store';
 
 export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -372,25 +379,4 @@ async function* historyEvents(
     if (!response.nextPageToken?.length) return;
     nextPageToken = response.nextPageToken;
   }
-}
-
-/**
- * `call`, or a rejection with the signal's reason as soon as it aborts. A `NativeConnection` (a
- * worker's, one `connectTemporal` shares) ignores `withAbortSignal`: its long poll went on until
- * the run's next event, days maybe, and the reading with it. Left to the server, such a poll ends
- * within its long-poll interval (20 s by default), and nothing reads after it.
- */
-function abortable<T>(call: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) {
-    call.catch(() => undefined);
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => {
-      call.catch(() => undefined);
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    call.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }

@@ -21,7 +21,7 @@ import {
 import { GENERATION, GENERATION_DECLARATION } from '../../workflows/patches';
 import { resolveRunSettings } from '../client/run-settings';
 import { TemporalSubagentService, checkEndpoint, checkTaskQueue } from '../client/service';
-import { sendAgainIfDropped } from '../temporal/errors';
+import { abortable, sendAgainIfDropped } from '../temporal/errors';
 import { budgetOf } from '../client/validate';
 import { narrowBudget } from '../seam/budget';
 import {
@@ -548,16 +548,6 @@ function delegateThrough(service: TemporalSubagentService): SubagentDelegate {
       },
     });
   };
-}
-
-/** `promise`, or a rejection with the signal's reason once it aborts. */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }
 
 /** Why a tool's `parameters` cannot be sent to a model as a JSON Schema object, or undefined. */
