@@ -20,7 +20,15 @@ import type { Client } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
 import { Worker, DefaultLogger, Runtime, bundleWorkflowCode } from '@temporalio/worker';
 import { type SubagentTurnProvider, TemporalSubagentService } from '../src';
-import { type FakeChatRequest, spawnWorkerProcess, startFakeOpenAI, textReply, toolCallReply } from '../src/testing';
+import {
+  type FakeChatRequest,
+  type ReadyProcess,
+  spawnReadyProcess,
+  spawnWorkerProcess,
+  startFakeOpenAI,
+  textReply,
+  toolCallReply,
+} from '../src/testing';
 import {
   type TemporalEnvironment,
   bundleSubagentWorkflows,
@@ -76,6 +84,13 @@ const parent = { id: 'bench' };
 const BASELINE_QUEUE = 'bench.baseline';
 /** The bare workflows' activity options: those of a run with the default settings, as the no-op providers have. */
 const BASELINE_ACTIVITY_OPTIONS = turnActivityOptions(resolveRunSettings(DEFAULT_MAX_PAYLOAD_BYTES));
+/** The bundle of the bare workflows (bench/baseline-workflows.ts), made once. */
+let baselineBundling: ReturnType<typeof bundleWorkflowCode> | undefined;
+const baselineBundle = () =>
+  (baselineBundling ??= bundleWorkflowCode({
+    workflowsPath: require.resolve('./baseline-workflows'),
+    logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} },
+  }));
 /** The event of a memo change: where the bare parked workflow's settle point is in history. */
 const MEMO_CHANGED = proto.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED;
 const results: Record<string, unknown> = {};
@@ -216,10 +231,7 @@ async function main(): Promise<void> {
       namespace: temporal.namespace,
       ...(dataConverter ? { dataConverter } : {}),
       taskQueue: BASELINE_QUEUE,
-      workflowBundle: await bundleWorkflowCode({
-        workflowsPath: require.resolve('./baseline-workflows'),
-        logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} },
-      }),
+      workflowBundle: await baselineBundle(),
       activities: {
         async noop() {},
         async parkedTurn() {
@@ -239,7 +251,7 @@ async function main(): Promise<void> {
 
   if (flag('long-turn')) await both(async () => (results.long_turn = await bench.longTurn(bigOutputs.name)));
   else if (flag('observers')) await both(() => observers(temporal.address, serverPid, service, timing, results, quick));
-  else if (flag('memory')) await memory(temporal.address, service);
+  else if (flag('memory')) await memory(temporal.address, service, bench);
   else if (flag('recovery')) await recovery(temporal.address, service);
   else if (flag('requests')) await both(async () => (results.requests = await bench.requests(metricsUrl)));
   else if (flag('stream')) {
@@ -268,7 +280,7 @@ async function main(): Promise<void> {
     } finally {
       await Promise.all([ours.close(), peer.close()]);
     }
-    await memory(temporal.address, service);
+    await memory(temporal.address, service, bench);
     await recovery(temporal.address, service);
   }
   await temporal.close();
@@ -326,17 +338,23 @@ class Bench {
    * read from history as our caller reads it (a long poll per new batch of events). It is left
    * parked.
    */
-  private async parkedStart() {
+  private async parkedStart(taskQueue = BASELINE_QUEUE) {
     const workflowId = `bare-parked-${randomUUID()}`;
     const started = performance.now();
     const handle = await this.client.workflow.start(bareParked, {
       args: [BASELINE_ACTIVITY_OPTIONS],
-      taskQueue: BASELINE_QUEUE,
+      taskQueue,
       workflowId,
-      requestEagerStart: true,
+      // Eager only where this process has the queue's worker.
+      requestEagerStart: taskQueue === BASELINE_QUEUE,
     });
     await this.parkedSettle(workflowId, handle.firstExecutionRunId);
     return { workflowId, handle, latency: performance.now() - started };
+  }
+
+  /** A bare parked workflow on `taskQueue` (figure 6's reference worker), once it has settled. */
+  async parkBare(taskQueue: string) {
+    return (await this.parkedStart(taskQueue)).handle;
   }
 
   /** The bare parked workflow's start -> its settle point; then it is ended. */
@@ -803,22 +821,37 @@ class Bench {
   }
 }
 
-/** Figures 6 and 7 run workers as processes of their own, to measure and to kill them. */
+/**
+ * Figures 6 and 7 run workers as processes of their own, to measure and to kill them: ours, and
+ * figure 6's reference, the bare workflows' (bench/bare-worker.ts).
+ */
 async function workerProcesses(address: string) {
-  const bundlePath = join(mkdtempSync(join(tmpdir(), 'subagent-bench-')), 'bundle.js');
+  const dir = mkdtempSync(join(tmpdir(), 'subagent-bench-'));
+  const bundlePath = join(dir, 'bundle.js');
   writeFileSync(bundlePath, (await bundleSubagentWorkflows()).code);
-  return (name: string, eventsFile: string, extra: Record<string, string> = {}, nodeArgs?: string[]) =>
-    spawnWorkerProcess(
-      {
-        TEMPORAL_TEST_ADDRESS: address,
-        TEMPORAL_TEST_BUNDLE: bundlePath,
-        PROVIDER_NAME: name,
-        EVENTS_FILE: eventsFile,
-        ...extra,
-      },
-      undefined,
-      { nodeArgs },
-    );
+  const bareBundlePath = join(dir, 'bare-bundle.js');
+  writeFileSync(bareBundlePath, (await baselineBundle()).code);
+  return {
+    subagent: (name: string, eventsFile: string, extra: Record<string, string> = {}, nodeArgs?: string[]) =>
+      spawnWorkerProcess(
+        {
+          TEMPORAL_TEST_ADDRESS: address,
+          TEMPORAL_TEST_BUNDLE: bundlePath,
+          PROVIDER_NAME: name,
+          EVENTS_FILE: eventsFile,
+          ...extra,
+        },
+        undefined,
+        { nodeArgs },
+      ),
+    bare: (taskQueue: string, extra: Record<string, string> = {}, nodeArgs?: string[]) =>
+      spawnReadyProcess(
+        join(__dirname, 'bare-worker.ts'),
+        { TEMPORAL_TEST_ADDRESS: address, TEMPORAL_TEST_BUNDLE: bareBundlePath, TASK_QUEUE: taskQueue, ...extra },
+        undefined,
+        { nodeArgs },
+      ),
+  };
 }
 
 /** A process's CPU time so far, user and system, in ms (from /proc, in clock ticks of 10 ms). */
@@ -852,75 +885,146 @@ const MEMORY_SETTINGS: { label: string; env: Record<string, string>; nodeArgs?: 
   })),
 ];
 
+/** A worker process figure 6 reads: ours or the bare reference's, and its readings. */
+interface MemorySide {
+  worker: ReadyProcess;
+  /** Parks `count` runs on it at once; the function returned ends them. */
+  park(count: number): Promise<() => Promise<unknown>>;
+  /** Its main thread's heap after a full GC, MB. */
+  heapMb(): number;
+  /** Resident set 2 s and 12 s (settled) after each reading's batch parked, and the heap then. */
+  rss: number[];
+  settledRss: number[];
+  heap: number[];
+  /** With none and with 1,000 parked: the lowest resident set in REST_WINDOW_MS, and when it was first read. */
+  rested: { mb: number; afterS: number }[];
+  /** Its CPU time while it parked the 1,000 runs. */
+  parkingCpuMs: number;
+}
+
+/** Until every promise settles, or rejects once `PARK_DEADLINE_MS` have passed. */
+async function withinParkDeadline(count: number, parked: Promise<unknown>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const stalled = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`${count} runs did not all park within ${PARK_DEADLINE_MS} ms`)),
+      PARK_DEADLINE_MS,
+    );
+  });
+  try {
+    await Promise.race([parked, stalled]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A side's readings for the JSON line: none / 100 / 1,000 parked, and their growth, settled and at rest. */
+function memoryFigures(side: MemorySide) {
+  const readings = (mb: number[]) => ({
+    parked_0: round(mb[0]!),
+    parked_100: round(mb[1]!),
+    parked_1000: round(mb[2]!),
+  });
+  const [restNone, restParked] = side.rested;
+  return {
+    rss: readings(side.rss),
+    rss_growth: round(side.rss[2]! - side.rss[0]!),
+    rss_settled: readings(side.settledRss),
+    rss_settled_growth: round(side.settledRss[2]! - side.settledRss[0]!),
+    ...(restNone &&
+      restParked && {
+        at_rest: {
+          rss: { parked_0: round(restNone.mb), parked_1000: round(restParked.mb) },
+          rss_growth: round(restParked.mb - restNone.mb),
+          lowest_after_s: { parked_0: restNone.afterS, parked_1000: restParked.afterS },
+        },
+      }),
+    heap_after_gc: readings(side.heap),
+    cpu_ms_per_run: round(side.parkingCpuMs / 1000),
+  };
+}
+
 /**
  * 6. Worker memory: the resident set of a worker process with none, 100 and 1,000 runs parked
  * (each batch of 100 started at once), 2 s after and settled (SETTLED_READING_MS), under each of
  * MEMORY_SETTINGS, and at rest under those that rest; the goal is on the growth, settled and at
- * rest. Also the worker's CPU time per run while it parked them, what a setting costs in speed
+ * rest. Beside it, under the same settings and read at the same moments, the reference: a worker
+ * process of the bare parked workflow, parking as many of it at the same time (what a worker's
+ * cached runs cost in Temporal itself). Also each worker's CPU time per run while it parked them
  * (with the heap read after a full GC twice a second).
  */
-async function memory(address: string, service: TemporalSubagentService): Promise<void> {
+async function memory(address: string, service: TemporalSubagentService, bench: Bench): Promise<void> {
   const spawnWorker = await workerProcesses(address);
   log(`6. Worker memory, resident set with none / 100 / 1,000 runs parked, and the heap after a full GC:`);
   const figures: Record<string, unknown> = {};
   for (const [i, { label, env, nodeArgs, rests }] of MEMORY_SETTINGS.entries()) {
     const name = `parked-${i}`;
     service.registerProvider(noop(name, true));
-    const memoryFile = join(mkdtempSync(join(tmpdir(), 'subagent-bench-')), 'memory.json');
-    const worker = await spawnWorker(
-      name,
-      '/dev/null',
-      { ...env, MEMORY_FILE: memoryFile, NODE_OPTIONS: `--expose-gc ${env.NODE_OPTIONS ?? ''}`.trim() },
-      nodeArgs,
-    );
-    const heapMb = () => (JSON.parse(readFileSync(memoryFile, 'utf8')) as { heapUsed: number }).heapUsed / 2 ** 20;
-    const park = async (count: number) => {
-      const runs = Array.from({ length: count }, () => service.start(name, { prompt: text('park'), parent }));
-      let timer: NodeJS.Timeout | undefined;
-      const stalled = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`${count} runs did not all park within ${PARK_DEADLINE_MS} ms`)),
-          PARK_DEADLINE_MS,
-        );
+    const side = async (spawn: (env: Record<string, string>) => Promise<ReadyProcess>) => {
+      const memoryFile = join(mkdtempSync(join(tmpdir(), 'subagent-bench-')), 'memory.json');
+      const worker = await spawn({
+        ...env,
+        MEMORY_FILE: memoryFile,
+        NODE_OPTIONS: `--expose-gc ${env.NODE_OPTIONS ?? ''}`.trim(),
       });
-      try {
-        await Promise.race([Promise.all(runs.map((run) => run.result)), stalled]);
-      } finally {
-        clearTimeout(timer);
-      }
-      return runs;
+      return {
+        worker,
+        heapMb: () => (JSON.parse(readFileSync(memoryFile, 'utf8')) as { heapUsed: number }).heapUsed / 2 ** 20,
+        rss: [],
+        settledRss: [],
+        heap: [],
+        rested: [],
+        parkingCpuMs: 0,
+      };
     };
-    const rss: number[] = [];
-    const settledRss: number[] = [];
-    const heap: number[] = [];
-    /** With none and with 1,000 parked: the lowest resident set in REST_WINDOW_MS, and when it was first read. */
-    const rested: { mb: number; afterS: number }[] = [];
-    /** The worker's CPU time while it parked the 1,000 runs. */
-    let parkingCpuMs = 0;
-    const read = async (rest: boolean) => {
-      const parkedAt = Date.now();
-      await sleep(EARLY_READING_MS);
-      rss.push(rssMb(worker.child.pid!));
-      await sleep(SETTLED_READING_MS - EARLY_READING_MS);
-      settledRss.push(rssMb(worker.child.pid!));
-      heap.push(heapMb());
-      if (!rest) return;
-      let lowest = { mb: settledRss.at(-1)!, afterS: SETTLED_READING_MS / 1000 };
-      while (Date.now() - parkedAt < REST_WINDOW_MS) {
-        await sleep(REST_SAMPLE_MS);
-        const mb = rssMb(worker.child.pid!);
-        if (mb < lowest.mb) lowest = { mb, afterS: Math.round((Date.now() - parkedAt) / 1000) };
-      }
-      rested.push(lowest);
-    };
+    const sides: MemorySide[] = [];
     try {
-      // Warm: the worker has run (and forgotten) some runs before the first reading.
-      await Promise.all((await park(20)).map((run) => run.dispose()));
+      sides.push({
+        ...(await side((extra) => spawnWorker.subagent(name, '/dev/null', extra, nodeArgs))),
+        async park(count) {
+          const runs = Array.from({ length: count }, () => service.start(name, { prompt: text('park'), parent }));
+          await withinParkDeadline(count, Promise.all(runs.map((run) => run.result)));
+          return () => Promise.all(runs.map((run) => run.dispose()));
+        },
+      });
+      const bareQueue = `${BASELINE_QUEUE}.memory-${i}`;
+      sides.push({
+        ...(await side((extra) => spawnWorker.bare(bareQueue, extra, nodeArgs))),
+        async park(count) {
+          const parking = Promise.all(Array.from({ length: count }, () => bench.parkBare(bareQueue)));
+          await withinParkDeadline(count, parking);
+          const handles = await parking;
+          return () => Promise.all(handles.map((handle) => handle.terminate()));
+        },
+      });
+      const read = async (rest: boolean) => {
+        const parkedAt = Date.now();
+        await sleep(EARLY_READING_MS);
+        for (const { worker, rss } of sides) rss.push(rssMb(worker.child.pid!));
+        await sleep(SETTLED_READING_MS - EARLY_READING_MS);
+        for (const { worker, settledRss, heap, heapMb } of sides) {
+          settledRss.push(rssMb(worker.child.pid!));
+          heap.push(heapMb());
+        }
+        if (!rest) return;
+        const lowest = sides.map(({ settledRss }) => ({ mb: settledRss.at(-1)!, afterS: SETTLED_READING_MS / 1000 }));
+        while (Date.now() - parkedAt < REST_WINDOW_MS) {
+          await sleep(REST_SAMPLE_MS);
+          sides.forEach(({ worker }, at) => {
+            const mb = rssMb(worker.child.pid!);
+            if (mb < lowest[at]!.mb) lowest[at] = { mb, afterS: Math.round((Date.now() - parkedAt) / 1000) };
+          });
+        }
+        sides.forEach(({ rested }, at) => rested.push(lowest[at]!));
+      };
+      // Warm: each worker has run (and forgotten) some runs before the first reading.
+      const warm = await Promise.all(sides.map((s) => s.park(20)));
+      await Promise.all(warm.map((end) => end()));
       await read(rests === true);
       for (let batch = 0; batch < 10; batch++) {
-        const cpuBefore = cpuMs(worker.child.pid!);
-        await park(100);
-        parkingCpuMs += cpuMs(worker.child.pid!) - cpuBefore;
+        const cpuBefore = sides.map(({ worker }) => cpuMs(worker.child.pid!));
+        await Promise.all(sides.map((s) => s.park(100)));
+        sides.forEach((s, at) => (s.parkingCpuMs += cpuMs(s.worker.child.pid!) - cpuBefore[at]!));
         if (batch === 0 || batch === 9) await read(rests === true && batch === 9);
       }
     } catch (err) {
@@ -930,58 +1034,55 @@ async function memory(address: string, service: TemporalSubagentService): Promis
       continue;
     } finally {
       // The parked runs stay parked: the in-memory server goes away with the bench.
-      await worker.kill();
+      await Promise.all(sides.map(({ worker }) => worker.kill()));
     }
-    const readings = (mb: number[]) => ({
-      parked_0: round(mb[0]!),
-      parked_100: round(mb[1]!),
-      parked_1000: round(mb[2]!),
-    });
-    const growth = rss[2]! - rss[0]!;
-    const settledGrowth = settledRss[2]! - settledRss[0]!;
-    const [restNone, restParked] = rested;
-    const atRest =
-      restNone && restParked ? { none: restNone, parked: restParked, growth: restParked.mb - restNone.mb } : undefined;
+    const [ours, bare] = sides.map(memoryFigures) as [
+      ReturnType<typeof memoryFigures>,
+      ReturnType<typeof memoryFigures>,
+    ];
     figures[label] = {
-      rss: readings(rss),
-      rss_growth: round(growth),
-      rss_settled: readings(settledRss),
-      rss_settled_growth: round(settledGrowth),
+      ...ours,
       goal: '<= 20 (settled)',
-      met: settledGrowth <= 20,
-      ...(atRest && {
-        at_rest: {
-          rss: { parked_0: round(atRest.none.mb), parked_1000: round(atRest.parked.mb) },
-          rss_growth: round(atRest.growth),
-          lowest_after_s: { parked_0: atRest.none.afterS, parked_1000: atRest.parked.afterS },
-          goal: '<= 20',
-          met: atRest.growth <= 20,
-        },
-      }),
-      heap_after_gc: readings(heap),
-      cpu_ms_per_run: round(parkingCpuMs / 1000),
+      met: ours.rss_settled_growth <= 20,
+      ...(ours.at_rest && { at_rest: { ...ours.at_rest, goal: '<= 20', met: ours.at_rest.rss_growth <= 20 } }),
+      bare_parked: bare,
+      // Our growth less the bare worker's: what our runs add to what Temporal's own cost.
+      added_settled: round(ours.rss_settled_growth - bare.rss_settled_growth),
+      ...(ours.at_rest && bare.at_rest && { added_at_rest: round(ours.at_rest.rss_growth - bare.at_rest.rss_growth) }),
     };
     const mb = (values: number[]) => values.map((value) => value.toFixed(1)).join(' / ');
     const verdict = (value: number) => `(goal <= 20: ${value <= 20 ? 'met' : 'NOT met'})`;
-    log(
-      `   ${label.padEnd(55)} settled ${mb(settledRss)} MB, growth ${settledGrowth.toFixed(1)} MB ` +
-        `${verdict(settledGrowth)}   after 2 s ${mb(rss)} MB, ` +
-        `growth ${growth.toFixed(1)} MB   heap ${mb(heap)} MB   CPU ${(parkingCpuMs / 1000).toFixed(1)} ms a run`,
-    );
-    if (atRest) {
+    for (const [{ rss, settledRss, heap, parkingCpuMs }, figure, title] of [
+      [sides[0]!, ours, label],
+      [sides[1]!, bare, '  the bare parked workflow, alongside'],
+    ] as const) {
       log(
-        `   ${''.padEnd(55)} at rest ${mb([atRest.none.mb, atRest.parked.mb])} MB (the lowest within ` +
-          `${REST_WINDOW_MS / 1000} s, read ${atRest.none.afterS} s / ${atRest.parked.afterS} s after), ` +
-          `growth ${atRest.growth.toFixed(1)} MB ${verdict(atRest.growth)}`,
+        `   ${title.padEnd(55)} settled ${mb(settledRss)} MB, growth ${figure.rss_settled_growth.toFixed(1)} MB ` +
+          `${figure === ours ? `${verdict(figure.rss_settled_growth)}   ` : ''}after 2 s ${mb(rss)} MB, ` +
+          `growth ${figure.rss_growth.toFixed(1)} MB   heap ${mb(heap)} MB   CPU ${(parkingCpuMs / 1000).toFixed(1)} ms a run`,
       );
+      if (figure.at_rest) {
+        const { rss: rested, rss_growth: growth, lowest_after_s: after } = figure.at_rest;
+        log(
+          `   ${''.padEnd(55)} at rest ${mb([rested.parked_0, rested.parked_1000])} MB (the lowest within ` +
+            `${REST_WINDOW_MS / 1000} s, read ${after.parked_0} s / ${after.parked_1000} s after), ` +
+            `growth ${growth.toFixed(1)} MB${figure === ours ? ` ${verdict(growth)}` : ''}`,
+        );
+      }
     }
+    const added = figures[label] as { added_settled: number; added_at_rest?: number };
+    const signed = (value: number) => `${value > 0 ? '+' : ''}${value.toFixed(1)}`;
+    log(
+      `   ${''.padEnd(55)} ours less the bare: ${signed(added.added_settled)} MB settled` +
+        `${added.added_at_rest === undefined ? '' : `, ${signed(added.added_at_rest)} MB at rest`}`,
+    );
   }
   results.worker_memory_mb = figures;
 }
 
 /** 7. Recovery: a worker SIGKILLed mid-turn -> the run completes on another worker, every round. */
 async function recovery(address: string, service: TemporalSubagentService): Promise<void> {
-  const spawnWorker = await workerProcesses(address);
+  const spawnWorker = (await workerProcesses(address)).subagent;
   const name = 'recovery';
   service.registerProvider({
     ...noop(name, false),

@@ -1,6 +1,7 @@
 // Processes for tests that kill them: a script under Node (through tsx when it is TypeScript)
 // that prints "ready" once it serves, and a subagent worker in a process of its own.
 import { ChildProcess, spawn } from 'node:child_process';
+import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -70,4 +71,26 @@ export function spawnWorkerProcess(
   options?: SpawnOptions,
 ): Promise<ReadyProcess> {
   return spawnReadyProcess(WORKER_PROCESS_ENTRY, env, onLine, options);
+}
+
+/**
+ * The body of a worker process: runs `worker`, writing its memory use to MEMORY_FILE when set (for
+ * the memory benchmark: twice a second, whole, after a full collection of the main thread's heap
+ * when Node runs with `--expose-gc`), prints "ready", and closes `connection` once it has stopped.
+ */
+export async function serveWorker(worker: { run(): Promise<void> }, connection: { close(): Promise<void> }) {
+  const running = worker.run();
+  const file = process.env.MEMORY_FILE;
+  if (file) {
+    const gc = (globalThis as { gc?: () => void }).gc;
+    setInterval(() => {
+      gc?.();
+      // Whole or not at all: the bench may read it at any moment.
+      writeFileSync(`${file}.new`, JSON.stringify(process.memoryUsage()));
+      renameSync(`${file}.new`, file);
+    }, 500).unref();
+  }
+  console.log('ready');
+  await running;
+  await connection.close();
 }

@@ -6,13 +6,14 @@
 // PROVIDER_KIND=acp the acp provider running ACP_COMMAND (a JSON argv). SUBAGENT_WORKER_CACHED_RUNS
 // caps its workflow cache, as for the standalone worker; MEMORY_FILE receives its memory use twice
 // a second. Prints "ready".
-import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { createAcpProvider } from '../providers/acp';
 import { createSpawnProvider } from '../providers/llm';
 import { createSubagentWorker } from '../worker/worker';
 import { createScriptedProvider } from '../providers/scripted';
 import { workerCachedRunsFromEnv } from '../temporal/config';
+import { serveWorker } from './processes';
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
@@ -49,21 +50,7 @@ async function main(): Promise<void> {
     heartbeatIntervalMs: 200,
     ...(cachedRuns === undefined ? {} : { workerOptions: { maxCachedWorkflows: cachedRuns } }),
   });
-  const running = worker.run();
-  if (process.env.MEMORY_FILE) {
-    // For the memory benchmark: the heap after a full collection (node --expose-gc), twice a second.
-    const gc = (globalThis as { gc?: () => void }).gc;
-    setInterval(() => {
-      gc?.();
-      // Whole or not at all: the bench may read it at any moment.
-      const file = process.env.MEMORY_FILE!;
-      writeFileSync(`${file}.new`, JSON.stringify(process.memoryUsage()));
-      renameSync(`${file}.new`, file);
-    }, 500).unref();
-  }
-  console.log('ready');
-  await running;
-  await connection.close();
+  await serveWorker(worker, connection);
 }
 
 main().catch((err) => {
