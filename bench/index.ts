@@ -512,6 +512,8 @@ class Bench {
 
     const latency = { facade: [] as number[], eager: [] as number[], lazy: [] as number[], ratio: [] as number[] };
     const lazyRatio: number[] = [];
+    // A delegation of a provider that closes as it settles: the bare round trip's own shape.
+    const closing = { latency: [] as number[], ratio: [] as number[] };
     // The bare parked workflow: the contract's shape with nothing in it, and its ratios.
     const parked = { latency: [] as number[], resume: [] as number[] };
     const floor = { latency: [] as number[], resume: [] as number[] };
@@ -539,14 +541,23 @@ class Bench {
       const eager: number[] = [];
       const lazy: number[] = [];
       const parkedLatency: number[] = [];
+      const closingLatency: number[] = [];
       for (let i = 0; i < latencySamples; i++) {
-        if (oursFirst) facade.push(await this.facadeOnce());
+        if (oursFirst) {
+          facade.push(await this.facadeOnce());
+          closingLatency.push(await this.facadeOnce('noop-closing'));
+        }
         eager.push(await this.baselineOnce());
         lazy.push(await this.baselineOnce(false));
         parkedLatency.push(await this.parkedLatencyOnce());
-        if (!oursFirst) facade.push(await this.facadeOnce());
+        if (!oursFirst) {
+          closingLatency.push(await this.facadeOnce('noop-closing'));
+          facade.push(await this.facadeOnce());
+        }
       }
       const eagerP50 = percentiles(eager).p50;
+      closing.latency.push(...closingLatency);
+      closing.ratio.push(percentiles(closingLatency).p50 / eagerP50);
       parked.latency.push(...parkedLatency);
       floor.latency.push(percentiles(parkedLatency).p50 / eagerP50);
       toFloor.latency.push(percentiles(facade).p50 / percentiles(parkedLatency).p50);
@@ -622,7 +633,7 @@ class Bench {
       }
       log(
         `   round ${r + 1}/${ROUNDS}: latency ${(percentiles(facade).p50 / eagerP50).toFixed(3)} ` +
-          `(parked floor ${floor.latency.at(-1)!.toFixed(3)})   throughput ${throughputRatio.toFixed(3)}   ` +
+          `(closing ${closing.ratio.at(-1)!.toFixed(3)}, parked floor ${floor.latency.at(-1)!.toFixed(3)})   throughput ${throughputRatio.toFixed(3)}   ` +
           `steering ${steeringRatio.at(-1)!.toFixed(3)}   resume ${resumeRatio.at(-1)!.toFixed(3)} ` +
           `(parked floor ${floor.resume.at(-1)!.toFixed(3)})   agent loop ${[...loops.values()].map((loop) => loop.ratio.at(-1)!.toFixed(3)).join(' / ')}`,
       );
@@ -632,6 +643,7 @@ class Bench {
     const e = percentiles(latency.eager);
     const l = percentiles(latency.lazy);
     const latencyRatio = spread(latency.ratio, { atMost: 1.1 });
+    const closingRatio = spread(closing.ratio, { atMost: 1.1 });
     results.latency = {
       facade_p50_ms: round(f.p50),
       eager_baseline_p50_ms: round(e.p50),
@@ -641,6 +653,8 @@ class Bench {
       parked_baseline_p50_ms: round(percentiles(parked.latency).p50),
       parked_baseline_ratio: spread(floor.latency),
       ratio_to_parked_baseline: spread(toFloor.latency),
+      closing_p50_ms: round(percentiles(closing.latency).p50),
+      closing_ratio: closingRatio,
     };
     log(`1. Delegation latency, start -> result, ${latencySamples} runs of each per round:`);
     log(`   facade (no-op provider, eager start)      p50 ${f.p50.toFixed(1)} ms   p95 ${f.p95.toFixed(1)} ms`);
@@ -652,6 +666,9 @@ class Bench {
     log(`   bare parked workflow, to its settle point p50 ${pl.p50.toFixed(1)} ms   p95 ${pl.p95.toFixed(1)} ms`);
     log(`     its ratio to the eager one (the floor)  ${describeSpread(spread(floor.latency))}`);
     log(`     ours to it                              ${describeSpread(spread(toFloor.latency))}`);
+    const cl = percentiles(closing.latency);
+    log(`   facade, a provider that closes as it settles p50 ${cl.p50.toFixed(1)} ms   p95 ${cl.p95.toFixed(1)} ms`);
+    log(`     its ratio to the eager one              ${describeSpread(closingRatio)}`);
 
     const throughputRatio = spread(rates.ratio, { atLeast: 0.9 });
     results.throughput = {

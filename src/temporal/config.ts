@@ -174,7 +174,7 @@ export function offloadThresholdFromEnv(env: NodeJS.ProcessEnv = process.env): n
 /**
  * `SUBAGENT_WORKER_CACHED_RUNS`: how many runs a worker keeps in memory between their workflow
  * tasks (the SDK's `maxCachedWorkflows`); undefined for the SDK's default, which grows with the
- * heap (about 2,300 runs on a 4 GiB heap). Each cached run costs the worker about 0.4 MB, and a
+ * heap (about 2,300 runs on a 4 GiB heap). Each cached run costs the worker about 0.35 MB, and a
  * parked run stays cached until newer runs push it out: a worker that parks many runs should set
  * it (docs/operations.md, Settings). 0 turns the cache off; otherwise at least 2.
  */
