@@ -8,6 +8,15 @@ const TABLE = 'subagent_payloads';
 /** PostgreSQL's error codes (SQLSTATE) for a unique violation and a table that already exists. */
 const UNIQUE_VIOLATION = '23505';
 const DUPLICATE_TABLE = '42P07';
+/**
+ * How long a connection may take to open, and a statement to answer, before the call fails (a
+ * retryable failure to its caller): a database that stops answering would otherwise hold every
+ * call for ever, a sweep with it, and the worker's shutdown, which waits for the sweep. Blobs are
+ * at most a payload (2 MiB by default), so a healthy database answers far sooner. A URL's
+ * `query_timeout` parameter, or a config of the caller's, sets its own.
+ */
+const CONNECT_TIMEOUT_MS = 10_000;
+const QUERY_TIMEOUT_MS = 15_000;
 
 /** Payloads in the PostgreSQL database at `connectionString` (`postgres://...`); creates its table. */
 export class PostgresPayloadStore implements SubagentPayloadStore {
@@ -16,7 +25,11 @@ export class PostgresPayloadStore implements SubagentPayloadStore {
   private ready: Promise<unknown> | undefined;
 
   constructor(connection: string | PoolConfig) {
-    this.pool = new Pool(typeof connection === 'string' ? { connectionString: connection } : connection);
+    this.pool = new Pool({
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      query_timeout: QUERY_TIMEOUT_MS,
+      ...(typeof connection === 'string' ? { connectionString: connection } : connection),
+    });
     // An idle client that loses its server is replaced on the next query; nothing to do here.
     this.pool.on('error', () => undefined);
   }

@@ -4,6 +4,7 @@
 // typed error PAYLOAD_MISSING; the sweeper deletes the blobs of runs the server has forgotten.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
@@ -733,6 +734,27 @@ describe('in PostgreSQL (deployments)', () => {
     }
   });
 
+  it('gives up on a statement the database holds past 15 s, and still closes', async () => {
+    // Before, a statement waiting on the database (here on a lock another session holds) waited
+    // for ever: the call, a sweep with it, and the store's close, which waits for its connections.
+    const own = new PostgresPayloadStore(postgres.url);
+    const locker = new PostgresClient({ connectionString: postgres.url });
+    await locker.connect();
+    try {
+      const key = { namespace: 'default', runId: `subagent:${uniqueName('held')}:1`, digest: 'f'.repeat(64) };
+      await own.put(key, Buffer.from('a blob'));
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE subagent_payloads IN ACCESS EXCLUSIVE MODE');
+      const asked = Date.now();
+      await expect(own.get(key)).rejects.toThrow(/timeout/i);
+      expect(Date.now() - asked).toBeLessThan(25_000);
+    } finally {
+      await locker.query('ROLLBACK').catch(() => undefined);
+      await locker.end();
+      await own.close();
+    }
+  }, 60_000);
+
   it('keeps the blobs of a run started again with its idempotency key after the server forgot it, from a sweep before the start reaches the server', async () => {
     // Before, the input's row was there already: ON CONFLICT DO NOTHING kept its old time.
     const { swept, result } = await startAgainAfterForgotten(new PostgresPayloadStore(postgres.url), (runId) =>
@@ -740,5 +762,24 @@ describe('in PostgreSQL (deployments)', () => {
     );
     expect(swept).toEqual([]);
     expect(result).toEqual({ output: text('done'), stopReason: 'completed' });
+  }, 60_000);
+});
+
+describe('a PostgreSQL server that does not answer', () => {
+  it('gives up on connecting within 10 s, and the store still closes', async () => {
+    // Before, a store whose database accepted connections but never answered (a wedged server, a
+    // half-open network path) held every call for ever, the worker's sweep and shutdown with it.
+    const silent = createServer(() => undefined);
+    await new Promise<void>((listening) => silent.listen(0, '127.0.0.1', listening));
+    const { port } = silent.address() as AddressInfo;
+    const store = new PostgresPayloadStore(`postgres://postgres@127.0.0.1:${port}/postgres`);
+    try {
+      const asked = Date.now();
+      await expect(store.runs('default')).rejects.toThrow(/timeout/i);
+      expect(Date.now() - asked).toBeLessThan(20_000);
+    } finally {
+      await store.close();
+      silent.close();
+    }
   }, 60_000);
 });
