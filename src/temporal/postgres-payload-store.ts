@@ -11,12 +11,12 @@ const DUPLICATE_TABLE = '42P07';
 /**
  * How long a connection may take to open, and a statement to answer, before the call fails (a
  * retryable failure to its caller): a database that stops answering would otherwise hold every
- * call for ever, a sweep with it, and the worker's shutdown, which waits for the sweep. Blobs are
- * at most a payload (2 MiB by default), so a healthy database answers far sooner. A URL's
- * `query_timeout` parameter, or a config of the caller's, sets its own.
+ * call for ever, a sweep with it, and the worker's shutdown, which waits for the sweep. A blob may
+ * be a whole payload (256 MiB with a store), which two minutes carry at 2 MiB/s. A URL's
+ * `query_timeout` parameter (ms), or a config of the caller's, sets its own.
  */
 const CONNECT_TIMEOUT_MS = 10_000;
-const QUERY_TIMEOUT_MS = 15_000;
+const QUERY_TIMEOUT_MS = 120_000;
 
 /** Payloads in the PostgreSQL database at `connectionString` (`postgres://...`); creates its table. */
 export class PostgresPayloadStore implements SubagentPayloadStore {

@@ -1,5 +1,6 @@
 // Processes for tests that kill them: a script under Node (through tsx when it is TypeScript)
-// that prints "ready" once it serves, and a subagent worker in a process of its own.
+// that prints "ready" once it serves, a subagent worker in a process of its own, and the body
+// such a worker process runs.
 import { ChildProcess, spawn } from 'node:child_process';
 import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -78,7 +79,10 @@ export function spawnWorkerProcess(
  * the memory benchmark: twice a second, whole, after a full collection of the main thread's heap
  * when Node runs with `--expose-gc`), prints "ready", and closes `connection` once it has stopped.
  */
-export async function serveWorker(worker: { run(): Promise<void> }, connection: { close(): Promise<void> }) {
+export async function serveWorker(
+  worker: { run(): Promise<void> },
+  connection: { close(): Promise<void> },
+): Promise<void> {
   const running = worker.run();
   const file = process.env.MEMORY_FILE;
   if (file) {
