@@ -5,6 +5,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { MAX_TIMER_MS, payloadLimitViolation } from '../src/seam/constants';
+import { messageOf } from '../src/seam/errors';
 import { canonicalJson } from '../src/seam/json';
 import type { ContentBlock } from '../src/seam/content';
 import type { SubagentApprovalDecision, SubagentPermissionDecision } from '../src/seam/result';
@@ -286,18 +287,20 @@ export function createActivityHost(deps: ActivityDependencies): ActivityHost {
     textPublisher(runId, turn) {
       const { publishText, textBatches = TEXT_BATCHES } = deps;
       if (!publishText) return undefined;
-      const { attempt } = Context.current().info;
+      const { info, log } = Context.current();
+      const { attempt } = info;
       // Every attempt of a turn adds to the one Temporal run the turn holds from continuing as new:
       // halving the budget with each retry keeps all of them together under twice the first's.
       const share = (budget: number) => Math.floor(budget / 2 ** (attempt - 1));
       const maxBatches = share(textBatches.maxBatches ?? TEXT_BATCHES.maxBatches!);
       const maxBytes = share(textBatches.maxBytes ?? TEXT_BATCHES.maxBytes!);
       if (maxBatches < 1 || maxBytes < 1) return undefined;
-      return textPublisher((batch) => publishText(runId, { turn, attempt, ...batch }), {
-        ...textBatches,
-        maxBatches,
-        maxBytes,
-      });
+      return textPublisher(
+        (batch) => publishText(runId, { turn, attempt, ...batch }),
+        { ...textBatches, maxBatches, maxBytes },
+        // Logged once an attempt, not once a batch: what observers missed, the result still holds.
+        (err) => log.warn(`streamed text of run ${runId} could not reach its observers`, { error: messageOf(err) }),
+      );
     },
   };
 }
@@ -315,11 +318,12 @@ export function createActivityHost(deps: ActivityDependencies): ActivityHost {
  * either (the call's result holds what it answers). `close` drops what is not sent yet, unless the
  * waits have grown past `maxMs` (it may be an earlier prompt's, not the result's), and waits for
  * what is sent, so every batch is in history before the call's result. A batch that cannot be sent
- * is skipped.
+ * is skipped, and the first one skipped is handed to `onSkipped` with why.
  */
 export function textPublisher(
   publish: (batch: TextBatch) => Promise<void>,
   { firstMs, maxMs, maxBatches = TEXT_BATCHES.maxBatches!, maxBytes = TEXT_BATCHES.maxBytes! }: TextBatches,
+  onSkipped?: (err: unknown) => void,
 ): TextPublisher {
   const steady = Math.floor(maxBatches / 4);
   const doubling = maxBatches / 16;
@@ -334,6 +338,11 @@ export function textPublisher(
   let pending = 0;
   /** Once a budget is spent nothing more is taken. */
   let spent = false;
+  let skipped = false;
+  const skip = (err: unknown) => {
+    if (!skipped) onSkipped?.(err);
+    skipped = true;
+  };
   const flush = () => {
     timer = undefined;
     if (text || reasoning) {
@@ -342,7 +351,7 @@ export function textPublisher(
       pending = 0;
       sent++;
       if (sent >= maxBatches) spent = true;
-      sending = sending.then(() => publish(batch)).catch(() => undefined);
+      sending = sending.then(() => publish(batch)).catch(skip);
     }
     // A longer wait than a Node timer holds would fire at once.
     waitMs =

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, WithStartWorkflowOperation, WorkflowUpdateStage } from '@temporalio/client';
+import { Client, WithStartWorkflowOperation, WorkflowNotFoundError, WorkflowUpdateStage } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import { type InjectedSinks, NativeConnection, Worker, WorkerOptions, bundleWorkflowCode } from '@temporalio/worker';
 import { MODEL_CALL_ACTIVITY, RESERVED_ACTIVITY_NAMES, RunContextCache, createActivities } from '../../activities';
@@ -249,7 +249,14 @@ export async function createSubagentWorker(options: SubagentWorkerOptions): Prom
       );
       return abortable(update.result(), signal);
     },
-    publishText: (runId, delta) => client.workflow.getHandle(runId).signal(textDeltaSignal, delta),
+    // A run closed meanwhile has no observer left to hand its text to: nothing to report.
+    publishText: (runId, delta) =>
+      client.workflow
+        .getHandle(runId)
+        .signal(textDeltaSignal, delta)
+        .catch((err: unknown) => {
+          if (!(err instanceof WorkflowNotFoundError)) throw err;
+        }),
     releaseAfterTimeout: async (execution, activityId) => {
       const { pendingActivities } = await client.workflowService.describeWorkflowExecution({ namespace, execution });
       const pending = pendingActivities?.find((activity) => activity.activityId === activityId);

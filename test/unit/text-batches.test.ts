@@ -120,3 +120,24 @@ it('cuts a piece larger than a batch, so every batch stays within what a payload
   expect(published.map((batch) => batch.reasoning ?? '').join('')).toBe(emoji);
   expect(published.every((batch) => !/[\uD800-\uDBFF]$/.test(batch.reasoning ?? ''))).toBe(true);
 });
+
+it('hands the first batch it cannot send to onSkipped, once, and goes on sending the batches after it', async () => {
+  const published: string[] = [];
+  const skipped: unknown[] = [];
+  const refused = new Set(['b', 'c']);
+  const publisher = textPublisher(
+    async ({ text }) => {
+      if (refused.has(text)) throw new Error(`refused ${text}`);
+      published.push(text);
+    },
+    { firstMs: 10, maxMs: 10, maxBatches: 1000 },
+    (err) => skipped.push(err),
+  );
+  for (const text of ['a', 'b', 'c', 'd']) {
+    publisher.add(text);
+    await jest.advanceTimersByTimeAsync(10);
+  }
+  await publisher.close();
+  expect(published).toEqual(['a', 'd']);
+  expect(skipped).toEqual([new Error('refused b')]);
+});
