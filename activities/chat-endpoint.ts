@@ -7,7 +7,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { type ContentBlock, textOf } from '../src/seam/content';
-import { delegatesPastDepth, requestedModel } from '../src/seam/delegation';
+import { delegatesPastDepth, offeredTools, requestedModel } from '../src/seam/delegation';
 import { systemPromptFor } from './system-prompt';
 import type { SubagentAgentProvider } from '../src/seam/provider';
 import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
@@ -29,7 +29,10 @@ export const RATE_LIMITED = 'MODEL_RATE_LIMITED';
  * The tools a run may call: the provider's, narrowed by the request's filter (deny wins), less the
  * delegation tools whose every call its depth cap refuses (the run is at the bottom of the tree).
  */
-export function allowedToolNames(provider: SubagentAgentProvider, request: ResolvedSubagentRequest): Set<string> {
+export function allowedToolNames(
+  provider: SubagentAgentProvider,
+  request: Pick<ResolvedSubagentRequest, 'toolFilter' | 'depth' | 'maxDepth'>,
+): Set<string> {
   const { allow, deny } = request.toolFilter ?? {};
   return new Set(
     provider.tools
@@ -86,7 +89,7 @@ export async function callModel(
   const allowed = allowedToolNames(provider, request);
   const schema = request.outputSchema as StructuredOutputSchema | undefined;
   const structured = schema ? createStructuredOutputRuntime(schema) : undefined;
-  const definitions = provider.tools.filter((tool) => allowed.has(tool.name));
+  const definitions = offeredTools(provider.tools, allowed);
   const offered = (structured ? structured.withTool(definitions) : definitions).map(toChatTool);
   const base = systemPromptFor(provider, definitions, request.parent.cwd);
   const system = structured ? structured.systemPrompt(base) : base;

@@ -6,9 +6,11 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { payloadLimitViolation } from '../src/seam/constants';
 import { causeChain, messageOf } from '../src/seam/errors';
 import type { ContentBlock } from '../src/seam/content';
-import { sessionLogOf, turnInFlightStart } from '../src/seam/delegation';
+import { offeredTools, sessionLogOf, turnInFlightStart } from '../src/seam/delegation';
 import type { SubagentSessionEvent } from '../src/seam/request';
 import { type SubagentTool, type SubagentToolContext, type ToolCallOutcome, toolError } from '../src/seam/tool';
+import type { SubagentAgentProvider } from '../src/seam/provider';
+import { allowedToolNames } from './chat-endpoint';
 import { type ActivityHost, keyedDelegation, newEntryId, runOf } from './host';
 import type { ToolActivityInput, ToolActivityResult } from './types';
 
@@ -25,7 +27,7 @@ export function toolActivities(host: ActivityHost): Record<string, ToolActivity>
         // Two providers may each have a tool of this name: the run's own provider answers.
         const owner = host.hosted(input.provider, 'agent-loop');
         const runId = runOf(input);
-        const implementation = owner.tools.find((candidate) => candidate.name === tool.name) ?? tool;
+        const implementation = asOffered(owner, tool.name, input) ?? tool;
         const outcome = await host.heartbeating(() => {
           const { cancellationSignal: signal, info } = Context.current();
           const parent = {
@@ -66,6 +68,21 @@ export function toolActivities(host: ActivityHost): Record<string, ToolActivity>
     return sessionLogOf(entries.slice(0, turnInFlightStart(entries, request.seed?.entries.length ?? 0)));
   }
   return activities;
+}
+
+/**
+ * `owner`'s tool `name` as the run offered it to its model: a run's filter may have reworded it
+ * (`offeredTools`). Undefined when `owner` has no tool of that name.
+ */
+function asOffered(
+  owner: SubagentAgentProvider,
+  name: string,
+  { toolFilter, delegation }: ToolActivityInput,
+): SubagentTool | undefined {
+  const own = owner.tools.find((candidate) => candidate.name === name);
+  if (!own || !toolFilter) return own;
+  const allowed = allowedToolNames(owner, { toolFilter, ...delegation });
+  return offeredTools(owner.tools, allowed).find((candidate) => candidate.name === name) ?? own;
 }
 
 /**

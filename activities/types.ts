@@ -2,7 +2,7 @@
 // they take in history. Plain data only; the workflow imports this module by type.
 import type { ContentBlock, JsonValue } from '../src/seam/content';
 import type { SubagentDelegation } from '../src/seam/delegation';
-import type { ResolvedSubagentRequest, TranscriptEntry } from '../src/seam/request';
+import type { ResolvedSubagentRequest, SubagentToolFilter, TranscriptEntry } from '../src/seam/request';
 import type { SubagentSpend, SubagentStopReason, SubagentTurnResult, SubagentUsage } from '../src/seam/result';
 import type { ToolCallOutcome } from '../src/seam/tool';
 
@@ -145,6 +145,8 @@ export interface ToolActivityInput {
   cwd?: string;
   /** The run as a parent, for tools that delegate: its depth, its cap, its model. */
   delegation: SubagentDelegation;
+  /** The run's tool filter, if it has one: a delegation tool's answer names no tool it denies. */
+  toolFilter?: SubagentToolFilter;
 }
 
 /** A batch of the text a streaming model call has generated (the `textDelta` signal), for the run's observers. */

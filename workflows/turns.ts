@@ -275,6 +275,7 @@ export function turnRunner(
         arguments: call.arguments,
         ...(state.request.parent.cwd === undefined ? {} : { cwd: state.request.parent.cwd }),
         delegation: delegationOf(state.request, treeSpend(state)),
+        ...(state.request.toolFilter ? { toolFilter: state.request.toolFilter } : {}),
       });
       // What the runs the call delegated to spent, as each last settled, is charged to this run.
       if (result.nestedSpend) Object.assign(state.childSpend, result.nestedSpend);

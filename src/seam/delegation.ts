@@ -130,3 +130,25 @@ export function delegatesPastDepth(tool: SubagentTool, depth: number, maxDepth: 
   const caps = [config.maxDepth, maxDepth].filter((cap): cap is number => cap !== undefined);
   return caps.length > 0 && depth + 1 > Math.min(...caps);
 }
+
+/**
+ * The key of what a worker binds to a background delegation tool whose answer a result tool of its
+ * provider collects: that tool's name, and the same delegation tool worded for a run that may not
+ * call it (see `offeredTools`).
+ */
+export const WITHOUT_COLLECTOR = Symbol('subagent.withoutCollector');
+
+/**
+ * The tools among `tools` (a hosted provider's) that a run offers its model, by their names in
+ * `allowed`: a background delegation tool whose result tool is left out (a run's `toolFilter`
+ * denied it) is offered as one whose answer does not come back, in its description and in what
+ * its calls answer, instead of naming a tool the model cannot call.
+ */
+export function offeredTools(tools: readonly SubagentTool[], allowed: ReadonlySet<string>): SubagentTool[] {
+  return tools
+    .filter((tool) => allowed.has(tool.name))
+    .map((tool) => {
+      const bound = (tool as { [WITHOUT_COLLECTOR]?: { collector: string; tool: SubagentTool } })[WITHOUT_COLLECTOR];
+      return bound && !allowed.has(bound.collector) ? bound.tool : tool;
+    });
+}

@@ -15,7 +15,7 @@ import {
   subagentToolWording,
 } from '../client/subagent-tool';
 // Where a delegation tool keeps its config, so the worker hosting it can bind it to its provider.
-import { DELEGATION_CONFIG } from '../seam/delegation';
+import { DELEGATION_CONFIG, WITHOUT_COLLECTOR } from '../seam/delegation';
 
 /** What `createDelegationTool` takes: the caller-side tool's config, and the provider's context contract. */
 export interface SubagentDelegationToolConfig extends SubagentToolConfig {
@@ -89,7 +89,8 @@ function delegationTool(
  * `lookup` knows it (its wording, and whether it hands the completed turns down); in the background,
  * it names the result tool beside it (one `createSubagentResultTool` made, by its mark, whatever its
  * name), and without one says the answer does not come back (a tool merely named `subagent_result`
- * collects nothing). The rest of a copy made of it (`{ ...tool,
+ * collects nothing); with one, it carries its wording without it, for a run whose `toolFilter`
+ * leaves the result tool out (`offeredTools`). The rest of a copy made of it (`{ ...tool,
  * needsApproval }`) is kept. The same array when nothing changes. Throws `INVALID_CONFIG` naming
  * the tool and both providers for a tool made with `true` for a provider that does not inherit:
  * its model would be told the child sees a conversation it never gets; and, when `every` lists
@@ -125,10 +126,25 @@ export function bindDelegationTools(
     // Made as if `subagent_result` collected its answer (or it waits for the answer itself).
     const collectable = config.background ? (collector ?? false) : true;
     const asMade = !config.background || collector === SUBAGENT_RESULT_TOOL_NAME;
-    if (inherits === (config.inheritsParentContext ?? false) && asMade) return tool;
+    const inheritsAsMade = inherits === (config.inheritsParentContext ?? false);
+    const boundTool = inheritsAsMade && asMade ? tool : worded(tool, config, inherits, collectable);
+    // A run whose filter leaves the result tool out is offered this wording instead (`offeredTools`).
+    const uncollected =
+      config.background && collector ? { collector, tool: worded(tool, config, inherits, false) } : undefined;
+    if (boundTool === tool && !uncollected) return tool;
     changed = true;
-    const { description, parameters, execute } = delegationTool(config, inherits, collectable);
-    return { ...tool, description, parameters, execute };
+    return uncollected ? { ...boundTool, [WITHOUT_COLLECTOR]: uncollected } : boundTool;
   });
   return changed ? bound : tools;
+}
+
+/** `tool` with the wording and calls of a delegation tool made with `inherits` and `collectable`; the rest kept. */
+function worded(
+  tool: SubagentTool,
+  config: SubagentDelegationToolConfig,
+  inherits: boolean,
+  collectable: boolean | string,
+): SubagentTool {
+  const { description, parameters, execute } = delegationTool(config, inherits, collectable);
+  return { ...tool, description, parameters, execute };
 }

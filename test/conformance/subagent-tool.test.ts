@@ -829,6 +829,22 @@ describe('background mode', () => {
     await collected.dispose();
   });
 
+  it("tells an LLM child's model that a background delegation's answer does not come back when the run's toolFilter denies subagent_result (it was told to collect it with a tool it could not call)", async () => {
+    const described = subagentDescriptions((last) =>
+      last === 'go aside'
+        ? toolCallReply([{ name: 'subagent', arguments: args('on the side') }])
+        : textReply('nothing to do'),
+    );
+    const toolFilter = { deny: ['subagent_result'] };
+    const run = harness.start('backgroundCollected', { prompt: text('go aside'), parent, toolFilter });
+    expect(textOf((await run.result).output)).toMatch(
+      /^caller got: Started subagent run \S+\. It works on by itself; its answer does not come back to you\.$/,
+    );
+    expect(described.get('subagent')).toContain('its answer does not come back to you');
+    expect(described.get('subagent')).not.toContain('subagent_result');
+    await run.dispose();
+  });
+
   it("tells an LLM child's model to collect a background delegation's answer only with the project's own subagent_result tool, by the name it has (a tool of that name that does something else passed, and a renamed one was named subagent_result)", async () => {
     const described = subagentDescriptions(() => toolCallReply([{ name: 'subagent', arguments: args('on the side') }]));
     const impostor = harness.start('backgroundImpostor', { prompt: text('go aside'), parent });
