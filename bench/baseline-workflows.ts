@@ -46,6 +46,27 @@ export async function bareParked(options: ActivityOptions, resumed = false): Pro
   if (await condition(() => resume, '1 hour')) await continueAsNew<typeof bareParked>(options, true);
 }
 
+/**
+ * The resumable shape that settles by continuing as new, with nothing in it: one activity, then a
+ * continue-as-new whose run parks until a `resume` update, which it takes in place: its activity
+ * (`parkedTurn`), then the next continue-as-new. Its caller reads the close alone. Not ours: the
+ * reference for the shape ours could take (docs/benchmarks.md).
+ */
+export async function bareContinuedAtSettle(options: ActivityOptions, parked = false): Promise<void> {
+  const { noop, parkedTurn } = activities(options);
+  if (parked) {
+    let resume = false;
+    setHandler(resumeParkedUpdate, () => {
+      resume = true;
+    });
+    if (!(await condition(() => resume, '1 hour'))) return;
+    await parkedTurn();
+  } else {
+    await noop();
+  }
+  await continueAsNew<typeof bareContinuedAtSettle>(options, true);
+}
+
 /** An agent loop's shape with nothing in it: per step, one activity for the model and one for the tool. */
 export async function bareToolLoop(options: ActivityOptions, steps: number): Promise<void> {
   const { noop } = activities(options);

@@ -43,7 +43,7 @@ import { turnActivityOptions } from '../workflows/definitions';
 import { type Timing, observers, timed } from './observers';
 import { type LoopProcess, startOurs, startPeer } from './loop-process';
 import { type Spread, describeSpread, percentiles, round, spread } from './stats';
-import { bareParked, resumeParkedUpdate, wakeParkedUpdate } from './baseline-workflows';
+import { bareContinuedAtSettle, bareParked, resumeParkedUpdate, wakeParkedUpdate } from './baseline-workflows';
 import { toolLoop } from './tool-loop';
 import { type RequestsPerDelegation, markedReading, perDelegation } from './rpcs';
 
@@ -93,6 +93,8 @@ const baselineBundle = () =>
   }));
 /** The event of a memo change: where the bare parked workflow's settle point is in history. */
 const MEMO_CHANGED = proto.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED;
+/** A long poll that answers with a run's close alone, as the SDK's `result()` waits. */
+const CLOSE_EVENT = proto.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT;
 const results: Record<string, unknown> = {};
 
 const noop = (name: string, resumable: boolean): SubagentTurnProvider => ({
@@ -380,6 +382,59 @@ class Bench {
     return resume;
   }
 
+  /**
+   * The bare workflow that continues as new as it settles: start -> its close (the continue-as-new),
+   * read by a long poll of the close alone. Resolves with the run it continued as, left parked.
+   */
+  private async continuedStart() {
+    const workflowId = `bare-continued-${randomUUID()}`;
+    const started = performance.now();
+    const handle = await this.client.workflow.start(bareContinuedAtSettle, {
+      args: [BASELINE_ACTIVITY_OPTIONS],
+      taskQueue: BASELINE_QUEUE,
+      workflowId,
+      requestEagerStart: true,
+    });
+    const parkedRunId = await this.closeOf(workflowId, handle.firstExecutionRunId);
+    const latency = performance.now() - started;
+    if (parkedRunId === undefined) throw new Error(`${workflowId} closed without continuing as new`);
+    return { workflowId, parkedRunId, latency };
+  }
+
+  /** Its start -> its settle point; then it is ended. */
+  async continuedLatencyOnce(): Promise<number> {
+    const { workflowId, latency } = await this.continuedStart();
+    await this.client.workflow.getHandle(workflowId).terminate();
+    return latency;
+  }
+
+  /** Its parked run's `resume` update -> that run's activity starts (no continue-as-new before it). */
+  async continuedResumeOnce(): Promise<number> {
+    const { workflowId, parkedRunId } = await this.continuedStart();
+    const handle = this.client.workflow.getHandle(workflowId, parkedRunId);
+    const resumedAt = performance.now();
+    await handle.executeUpdate(resumeParkedUpdate);
+    const resume = (await this.timing.at(workflowId, 'turn-start', 1)) - resumedAt;
+    // Once the resumed run has settled (no completion for a closed run), the chain is ended.
+    await this.closeOf(workflowId, parkedRunId);
+    await this.client.workflow.getHandle(workflowId).terminate();
+    return resume;
+  }
+
+  /** Until run `runId` of `workflowId` closes; the run it continued as, if it did. */
+  private async closeOf(workflowId: string, runId: string): Promise<string | undefined> {
+    for (;;) {
+      const page = await this.client.workflowService.getWorkflowExecutionHistory({
+        namespace: this.namespace,
+        execution: { workflowId, runId },
+        waitNewEvent: true,
+        historyEventFilterType: CLOSE_EVENT,
+      });
+      const close = page.history?.events?.at(-1);
+      if (close) return close.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
+    }
+  }
+
   /** Until the bare parked workflow's run (by default its current one) records its settle point. */
   private async parkedSettle(workflowId: string, runId?: string): Promise<void> {
     let nextPageToken: Uint8Array | undefined;
@@ -504,6 +559,8 @@ class Bench {
       await this.baselineOnce(false);
       await this.parkedLatencyOnce();
       await this.parkedResumeOnce();
+      await this.continuedLatencyOnce();
+      await this.continuedResumeOnce();
     }
     await this.throughput(100, () => this.facadeOnce('noop-closing'));
     await this.throughput(100, () => this.baselineOnce());
@@ -518,6 +575,9 @@ class Bench {
     const parked = { latency: [] as number[], resume: [] as number[] };
     const floor = { latency: [] as number[], resume: [] as number[] };
     const toFloor = { latency: [] as number[], resume: [] as number[] };
+    // The bare workflow that continues as new as it settles: the floor of the shape ours could take.
+    const continued = { latency: [] as number[], resume: [] as number[] };
+    const continuedFloor = { latency: [] as number[], resume: [] as number[] };
     const rates = { facade: [] as number[], baseline: [] as number[], ratio: [] as number[] };
     const steer = { steering: [] as number[], resume: [] as number[] };
     const steeringRatio: number[] = [];
@@ -542,6 +602,7 @@ class Bench {
       const lazy: number[] = [];
       const parkedLatency: number[] = [];
       const closingLatency: number[] = [];
+      const continuedLatency: number[] = [];
       for (let i = 0; i < latencySamples; i++) {
         if (oursFirst) {
           facade.push(await this.facadeOnce());
@@ -550,6 +611,7 @@ class Bench {
         eager.push(await this.baselineOnce());
         lazy.push(await this.baselineOnce(false));
         parkedLatency.push(await this.parkedLatencyOnce());
+        continuedLatency.push(await this.continuedLatencyOnce());
         if (!oursFirst) {
           closingLatency.push(await this.facadeOnce('noop-closing'));
           facade.push(await this.facadeOnce());
@@ -561,6 +623,8 @@ class Bench {
       parked.latency.push(...parkedLatency);
       floor.latency.push(percentiles(parkedLatency).p50 / eagerP50);
       toFloor.latency.push(percentiles(facade).p50 / percentiles(parkedLatency).p50);
+      continued.latency.push(...continuedLatency);
+      continuedFloor.latency.push(percentiles(continuedLatency).p50 / eagerP50);
       latency.facade.push(...facade);
       latency.eager.push(...eager);
       latency.lazy.push(...lazy);
@@ -582,11 +646,13 @@ class Bench {
       rates.ratio.push(throughputRatio);
 
       // Their references are measured alongside them, sample by sample, the order alternating: two
-      // bare round trips and the bare parked workflow's resume.
+      // bare round trips and the resumes of the bare parked workflow and of the one that continues
+      // as new as it settles.
       const steering: number[] = [];
       const resume: number[] = [];
       const roundTrip: number[] = [];
       const parkedResume: number[] = [];
+      const continuedResume: number[] = [];
       for (let i = 0; i < steerSamples; i++) {
         await inTurn(
           (r + i) % 2 === 0,
@@ -598,6 +664,7 @@ class Bench {
           async () => {
             roundTrip.push(await this.baselineOnce(), await this.baselineOnce());
             parkedResume.push(await this.parkedResumeOnce());
+            continuedResume.push(await this.continuedResumeOnce());
           },
         );
       }
@@ -609,6 +676,8 @@ class Bench {
       resumeRatio.push(percentiles(resume).p50 / roundTripP50);
       floor.resume.push(percentiles(parkedResume).p50 / roundTripP50);
       toFloor.resume.push(percentiles(resume).p50 / percentiles(parkedResume).p50);
+      continued.resume.push(...continuedResume);
+      continuedFloor.resume.push(percentiles(continuedResume).p50 / roundTripP50);
 
       for (const [steps, loop] of loops) {
         const oursPerStep: number[] = [];
@@ -655,6 +724,8 @@ class Bench {
       ratio_to_parked_baseline: spread(toFloor.latency),
       closing_p50_ms: round(percentiles(closing.latency).p50),
       closing_ratio: closingRatio,
+      continued_baseline_p50_ms: round(percentiles(continued.latency).p50),
+      continued_baseline_ratio: spread(continuedFloor.latency),
     };
     log(`1. Delegation latency, start -> result, ${latencySamples} runs of each per round:`);
     log(`   facade (no-op provider, eager start)      p50 ${f.p50.toFixed(1)} ms   p95 ${f.p95.toFixed(1)} ms`);
@@ -669,6 +740,9 @@ class Bench {
     const cl = percentiles(closing.latency);
     log(`   facade, a provider that closes as it settles p50 ${cl.p50.toFixed(1)} ms   p95 ${cl.p95.toFixed(1)} ms`);
     log(`     its ratio to the eager one              ${describeSpread(closingRatio)}`);
+    const cn = percentiles(continued.latency);
+    log(`   bare workflow that continues as new as it settles, to its close p50 ${cn.p50.toFixed(1)} ms`);
+    log(`     its ratio to the eager one              ${describeSpread(spread(continuedFloor.latency))}`);
 
     const throughputRatio = spread(rates.ratio, { atLeast: 0.9 });
     results.throughput = {
@@ -695,6 +769,8 @@ class Bench {
       parked_baseline_p50_ms: round(pr.p50),
       parked_baseline_ratio: spread(floor.resume),
       ratio_to_parked_baseline: spread(toFloor.resume),
+      continued_baseline_p50_ms: round(percentiles(continued.resume).p50),
+      continued_baseline_ratio: spread(continuedFloor.resume),
     };
     log(
       `3. Steering, turn boundary -> the provider's next turn with the message, ${steerSamples} per round, ` +
@@ -710,6 +786,10 @@ class Bench {
     log(
       `   bare parked workflow, resume -> its activity p50 ${pr.p50.toFixed(1)} ms   to the bare round trip ` +
         `(the floor) ${describeSpread(spread(floor.resume))}   ours to it ${describeSpread(spread(toFloor.resume))}`,
+    );
+    log(
+      `   bare workflow that continues as new as it settles, resume -> its activity p50 ` +
+        `${percentiles(continued.resume).p50.toFixed(1)} ms   to the bare round trip ${describeSpread(spread(continuedFloor.resume))}`,
     );
 
     log(
