@@ -2,7 +2,8 @@
 // Temporal equivalent (a workflow with one activity, eagerly started, on the same server with the
 // same worker settings and activity options) and against the peer users would pick instead
 // (Temporal's AI SDK integration, bench/peer); figures 1 and 4 also against the floor a resumable
-// run has in bare Temporal (the bare parked workflow). Plain Node, no test runner.
+// run has in bare Temporal (the bare parked workflow), and beside the floor of the shape it could
+// take (the bare workflow that continues as new as it settles). Plain Node, no test runner.
 //
 // Every ratio is measured once per round, the rounds interleaved so drift in the machine's load
 // hits both sides alike, and reported as its median with the spread (min-max) over the rounds.
