@@ -94,6 +94,8 @@ const baselineBundle = () =>
   }));
 /** The event of a memo change: where the bare parked workflow's settle point is in history. */
 const MEMO_CHANGED = proto.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED;
+/** A workflow task's completion: a run that continued as new is parked once its first has completed. */
+const TASK_COMPLETED = proto.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED;
 /** A long poll that answers with a run's close alone, as the SDK's `result()` waits. */
 const CLOSE_EVENT = proto.api.enums.v1.HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT;
 const results: Record<string, unknown> = {};
@@ -402,10 +404,10 @@ class Bench {
     return { workflowId, parkedRunId, latency };
   }
 
-  /** Its start -> its settle point; then it is ended. */
+  /** Its start -> its settle point; then it is ended, once parked. */
   async continuedLatencyOnce(): Promise<number> {
-    const { workflowId, latency } = await this.continuedStart();
-    await this.client.workflow.getHandle(workflowId).terminate();
+    const { workflowId, parkedRunId, latency } = await this.continuedStart();
+    await this.endParked(workflowId, parkedRunId);
     return latency;
   }
 
@@ -416,9 +418,11 @@ class Bench {
     const resumedAt = performance.now();
     await handle.executeUpdate(resumeParkedUpdate);
     const resume = (await this.timing.at(workflowId, 'turn-start', 1)) - resumedAt;
-    // Once the resumed run has settled (no completion for a closed run), the chain is ended.
-    await this.closeOf(workflowId, parkedRunId);
-    await this.client.workflow.getHandle(workflowId).terminate();
+    // Once the resumed run has settled (no completion for a closed run) and the run it continued
+    // as is parked, the chain is ended.
+    const next = await this.closeOf(workflowId, parkedRunId);
+    if (next === undefined) throw new Error(`${workflowId} closed without continuing as new`);
+    await this.endParked(workflowId, next);
     return resume;
   }
 
@@ -437,7 +441,21 @@ class Bench {
   }
 
   /** Until the bare parked workflow's run (by default its current one) records its settle point. */
-  private async parkedSettle(workflowId: string, runId?: string): Promise<void> {
+  private parkedSettle(workflowId: string, runId?: string): Promise<void> {
+    return this.untilEvent(workflowId, runId, MEMO_CHANGED);
+  }
+
+  /**
+   * Ends a run that continued as new once it is parked: ended before its first workflow task has
+   * completed, that task would still run on the worker in the next sample's time.
+   */
+  private async endParked(workflowId: string, runId: string): Promise<void> {
+    await this.untilEvent(workflowId, runId, TASK_COMPLETED);
+    await this.client.workflow.getHandle(workflowId, runId).terminate();
+  }
+
+  /** Until run `runId` of `workflowId` (by default its current one) records an event of type `eventType`. */
+  private async untilEvent(workflowId: string, runId: string | undefined, eventType: number): Promise<void> {
     let nextPageToken: Uint8Array | undefined;
     for (;;) {
       const page = await this.client.workflowService.getWorkflowExecutionHistory({
@@ -446,7 +464,7 @@ class Bench {
         waitNewEvent: true,
         ...(nextPageToken ? { nextPageToken } : {}),
       });
-      if (page.history?.events?.some((event) => event.eventType === MEMO_CHANGED)) return;
+      if (page.history?.events?.some((event) => event.eventType === eventType)) return;
       if (page.nextPageToken?.length) nextPageToken = page.nextPageToken;
     }
   }
