@@ -137,6 +137,35 @@ function toolTask(request: FakeChatRequest) {
   return toolResults < steps - 1 ? toolCallReply([{ name: tool, arguments: args }]) : textReply('done');
 }
 
+/**
+ * A seeded pseudo-random sequence in [0, 1) (mulberry32): the bench shuffles its samples in the
+ * same orders in every run.
+ */
+function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * Runs `samples` one after the other, in an order shuffled by `random`. A sample leaves the server
+ * work that runs into the next one's time (a run's close, or the end of one terminated): in a fixed
+ * order, ours came after the same bare sample every time, and paid for it.
+ */
+async function inShuffledOrder(random: () => number, samples: (() => Promise<unknown>)[]): Promise<void> {
+  const order = [...samples];
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [order[i], order[j]] = [order[j]!, order[i]!];
+  }
+  for (const sample of order) await sample();
+}
+
 /** Measures ours and theirs one after the other, ours first or second; the results as [ours, theirs]. */
 async function inTurn<T>(oursFirst: boolean, ours: () => Promise<T>, theirs: () => Promise<T>): Promise<[T, T]> {
   if (oursFirst) {
@@ -563,8 +592,8 @@ class Bench {
 
   /**
    * Figures 1-4 and 10, in ROUNDS interleaved rounds. Each round measures the facade and the bare
-   * workflow one after the other (the order alternating), and ours and the peer's agent loop (each
-   * in its own process), and yields one ratio of each.
+   * workflow sample by sample, in shuffled orders (figure 2 in blocks, ABBA), and ours and the
+   * peer's agent loop (each in its own process), and yields one ratio of each.
    */
   async rounds({ ours: oursLoop, peer }: { ours: LoopProcess; peer: LoopProcess }): Promise<void> {
     const latencySamples = quick ? 10 : 30;
@@ -614,6 +643,7 @@ class Bench {
         },
       ]),
     );
+    const random = seeded(18);
     for (let r = 0; r < ROUNDS; r++) {
       const oursFirst = r % 2 === 0;
       const facade: number[] = [];
@@ -623,18 +653,14 @@ class Bench {
       const closingLatency: number[] = [];
       const continuedLatency: number[] = [];
       for (let i = 0; i < latencySamples; i++) {
-        if (oursFirst) {
-          facade.push(await this.facadeOnce());
-          closingLatency.push(await this.facadeOnce('noop-closing'));
-        }
-        eager.push(await this.baselineOnce());
-        lazy.push(await this.baselineOnce(false));
-        parkedLatency.push(await this.parkedLatencyOnce());
-        continuedLatency.push(await this.continuedLatencyOnce());
-        if (!oursFirst) {
-          closingLatency.push(await this.facadeOnce('noop-closing'));
-          facade.push(await this.facadeOnce());
-        }
+        await inShuffledOrder(random, [
+          async () => facade.push(await this.facadeOnce()),
+          async () => closingLatency.push(await this.facadeOnce('noop-closing')),
+          async () => eager.push(await this.baselineOnce()),
+          async () => lazy.push(await this.baselineOnce(false)),
+          async () => parkedLatency.push(await this.parkedLatencyOnce()),
+          async () => continuedLatency.push(await this.continuedLatencyOnce()),
+        ]);
       }
       const eagerP50 = percentiles(eager).p50;
       closing.latency.push(...closingLatency);
@@ -664,7 +690,7 @@ class Bench {
       rates.baseline.push(baselineRate);
       rates.ratio.push(throughputRatio);
 
-      // Their references are measured alongside them, sample by sample, the order alternating: two
+      // Their references are measured alongside them, sample by sample, in shuffled orders: two
       // bare round trips and the resumes of the bare parked workflow and of the one that continues
       // as new as it settles.
       const steering: number[] = [];
@@ -673,19 +699,17 @@ class Bench {
       const parkedResume: number[] = [];
       const continuedResume: number[] = [];
       for (let i = 0; i < steerSamples; i++) {
-        await inTurn(
-          (r + i) % 2 === 0,
+        await inShuffledOrder(random, [
           async () => {
             const sample = await this.steerAndResume();
             steering.push(sample.steering);
             resume.push(sample.resume);
           },
-          async () => {
-            roundTrip.push(await this.baselineOnce(), await this.baselineOnce());
-            parkedResume.push(await this.parkedResumeOnce());
-            continuedResume.push(await this.continuedResumeOnce());
-          },
-        );
+          async () => roundTrip.push(await this.baselineOnce()),
+          async () => roundTrip.push(await this.baselineOnce()),
+          async () => parkedResume.push(await this.parkedResumeOnce()),
+          async () => continuedResume.push(await this.continuedResumeOnce()),
+        ]);
       }
       const roundTripP50 = percentiles(roundTrip).p50;
       steer.steering.push(...steering);
