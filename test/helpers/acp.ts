@@ -10,11 +10,15 @@ export function agentLog<E>(): { path: string; events(): E[] } {
   appendFileSync(path, '');
   return {
     path,
-    events: () =>
-      readFileSync(path, 'utf8')
+    // Whole lines only: the last may still be being written (under load, a read took half of one).
+    events: () => {
+      const written = readFileSync(path, 'utf8');
+      return written
+        .slice(0, written.lastIndexOf('\n') + 1)
         .split('\n')
         .filter(Boolean)
-        .map((line) => JSON.parse(line) as E),
+        .map((line) => JSON.parse(line) as E);
+    },
   };
 }
 
