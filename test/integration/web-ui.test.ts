@@ -103,8 +103,8 @@ function watch(page: Page): PageWatch {
 /**
  * Loads `url` until the page shows `text`, up to `UI_LOADS` times. A load that does not is reported
  * (its screenshot, text, console and the requests it still waits on, saved and logged) and tried
- * again: under CI's load a run's page has not shown in 100 s, twice in five runs, for a cause not
- * yet seen.
+ * again: under CI's load a run's page once did not show within 60 s and once within 100 s (in five
+ * runs), for a cause not yet seen.
  */
 async function shows(page: Page, seen: PageWatch, url: string, text: string, name: string): Promise<void> {
   for (let load = 1; ; load++) {
