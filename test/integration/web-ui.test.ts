@@ -3,7 +3,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Browser, chromium, Page } from 'playwright-core';
+import { Browser, chromium, Page, Request } from 'playwright-core';
 import { createScriptedProvider, freePort } from '../../src/testing';
 import {
   eventually,
@@ -81,16 +81,16 @@ it(
 
 /** What a page of the UI did since its last load began: the requests it still waits on, and what went wrong. */
 interface PageWatch {
-  pending: Set<string>;
+  pending: Set<Request>;
   log: string[];
 }
 
 function watch(page: Page): PageWatch {
   const seen: PageWatch = { pending: new Set(), log: [] };
-  page.on('request', (request) => seen.pending.add(request.url()));
-  page.on('requestfinished', (request) => seen.pending.delete(request.url()));
+  page.on('request', (request) => seen.pending.add(request));
+  page.on('requestfinished', (request) => seen.pending.delete(request));
   page.on('requestfailed', (request) => {
-    seen.pending.delete(request.url());
+    seen.pending.delete(request);
     seen.log.push(`failed ${request.url()}: ${request.failure()?.errorText}`);
   });
   page.on('response', (response) => {
@@ -121,7 +121,7 @@ async function shows(page: Page, seen: PageWatch, url: string, text: string, nam
       const report = [
         `${name} page, load ${load} of ${UI_LOADS}, at ${page.url()} (saved in ${dir}):`,
         (err as Error).message,
-        `waiting on: ${[...seen.pending].join(', ') || 'nothing'}`,
+        `waiting on: ${[...seen.pending].map((request) => request.url()).join(', ') || 'nothing'}`,
         ...seen.log,
         `text: ${body.slice(0, 2000)}`,
       ].join('\n');
