@@ -18,6 +18,7 @@ import {
   EventType,
   type HistoryEvent,
   closedOutcome,
+  decodePayload,
   eventIdOf,
   isStalePageToken,
   runAfterReset,
@@ -105,6 +106,8 @@ class RunWatch {
   private recheck = false;
   private retry: NodeJS.Timeout | undefined;
   private checkBackoffMs = 100;
+  /** The update id of the last resume the history showed accepted. */
+  private resumeUpdateId: string | undefined;
 
   constructor(
     private readonly client: Client,
@@ -264,8 +267,19 @@ class RunWatch {
           ...(carried?.previous ? { previous: carried.previous } : {}),
         };
       } else if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED && view) {
-        if (event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'resume') {
+        const request = event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest;
+        if (request?.input?.name === 'resume') {
           view.resuming = true;
+          this.resumeUpdateId = request.meta?.updateId ?? undefined;
+        }
+      } else if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED && view?.resuming) {
+        // The resume that began this segment, sent again (its answer lost), is answered with this
+        // segment: it begins no other.
+        const completed = event.workflowExecutionUpdateCompletedEventAttributes;
+        const updateId = completed?.meta?.updateId;
+        if (updateId && updateId === this.resumeUpdateId) {
+          const answer = await decodePayload(converter, completed.outcome?.success?.payloads);
+          if ((answer as { segment?: number } | undefined)?.segment === view.segment) view.resuming = false;
         }
       } else if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW) {
         const runId = event.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;

@@ -1,9 +1,10 @@
 // Idempotent start: a caller key makes starting twice return the same run and never create two
 // workflows, from any process and after the run closed; the same key for another request is typed.
-// Idempotent resume: the same resume sent again after the run continued as new begins one segment.
+// Idempotent resume: the same resume sent again after the run continued as new begins one segment,
+// and a caller that joins after it waits for that segment.
 import { createScriptedProvider } from '../../src/testing';
 import { resumeUpdate, statusQuery } from '../../workflows/definitions';
-import { eventually, newService, testRuns, text, uniqueName } from '../helpers/temporal';
+import { eventually, newService, testRuns, text, turnGates, uniqueName } from '../helpers/temporal';
 
 const scripted = createScriptedProvider({ name: uniqueName('idem'), resumable: false });
 const resumable = createScriptedProvider({ name: uniqueName('idem-resume') });
@@ -16,6 +17,13 @@ const request = (key: string, prompt = 'same task') => ({
   idempotencyKey: key,
   agentOptions: { script: [{ delayMs: 300, reply: 'done: {input}' }] },
 });
+const gates = turnGates();
+/** A resume of segment 0, as the client sends it, and as its retry after a fault sends it again: the same update id. */
+const resend = (runId: string, content: string, resumeId: string) =>
+  runs.temporal.client.workflow.getHandle(runId).executeUpdate(resumeUpdate, {
+    args: [{ fromSegment: 0, content: text(content), resumeId }],
+    updateId: `resume-${resumeId}`,
+  });
 const workflowsWithId = async (runId: string) =>
   (await runs.temporal.client.workflow.count(`WorkflowId = '${runId}'`)).count;
 
@@ -95,21 +103,39 @@ it('answers a resume sent again after it began its segment (its answer lost), be
   });
   await run.result;
   const handle = runs.temporal.client.workflow.getHandle(run.id);
-  // As the client sends it, and as its retry after a fault sends it again: the same update id.
-  const resend = (content: string, resumeId: string) =>
-    handle.executeUpdate(resumeUpdate, {
-      args: [{ fromSegment: 0, content: text(content), resumeId }],
-      updateId: `resume-${resumeId}`,
-    });
-  expect(await resend('again', 'r-1')).toEqual({ segment: 1 });
+  expect(await resend(run.id, 'again', 'r-1')).toEqual({ segment: 1 });
   // The run has continued as new into segment 1: the same resume now reaches a run that never saw it.
   await eventually(async () => ((await handle.query(statusQuery)).segment === 1 ? true : undefined));
-  expect(await resend('again', 'r-1')).toEqual({ segment: 1 });
+  expect(await resend(run.id, 'again', 'r-1')).toEqual({ segment: 1 });
   expect(await runs.service.attach(run.id).result).toEqual({ output: text('turn 1: again'), stopReason: 'completed' });
   expect((await handle.query(statusQuery)).segment).toBe(1);
   // Another resume of segment 0 is still refused.
-  await expect(resend('other', 'r-2')).rejects.toMatchObject({
+  await expect(resend(run.id, 'other', 'r-2')).rejects.toMatchObject({
     cause: expect.objectContaining({ type: 'NOT_RESUMABLE' }),
   });
+  await runs.service.attach(run.id).dispose();
+});
+
+it('a caller that joins once a resume was sent again waits for the segment under way', async () => {
+  const run = runs.service.start(resumable.name, {
+    prompt: text('first'),
+    parent: { id: 'p' },
+    agentOptions: {
+      script: [{ reply: 'turn {turn}: {input}' }, { waitFor: gates.waitFor, reply: 'turn {turn}: {input}' }],
+    },
+  });
+  await run.result;
+  expect(await resend(run.id, 'again', 'r-1')).toEqual({ segment: 1 });
+  await eventually(async () =>
+    (await runs.temporal.client.workflow.getHandle(run.id).query(statusQuery)).segment === 1 ? true : undefined,
+  );
+  // One caller follows segment 1 as the resume comes again; another joins it after (one watch).
+  const early = runs.service.attach(run.id).result;
+  expect(await resend(run.id, 'again', 'r-1')).toEqual({ segment: 1 });
+  const late = runs.service.attach(run.id).result;
+  gates.open(run.id, 1);
+  const second = { output: text('turn 1: again'), stopReason: 'completed' };
+  expect(await early).toEqual(second);
+  expect(await late).toEqual(second);
   await runs.service.attach(run.id).dispose();
 });
