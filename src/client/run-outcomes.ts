@@ -1,10 +1,10 @@
 // How callers learn a segment's outcome without touching the run. Every waiter in a process on one
 // run shares one long poll of the run's history, which follows it through continue-as-new and
-// finds each segment's settle point there (a local activity's marker that carries the outcome).
-// Only a history quiet for a whole long poll makes it ask the run (a query). So a run's
-// history is the same with a thousand observers as with one. Once the workflow has closed, its
-// own result answers. A run that closes as it settles (its provider cannot resume) is waited for
-// by its close event alone.
+// finds each segment's settle point there (a memo change, or a local activity's marker, that
+// carries the outcome). Only a history quiet for a whole long poll makes it ask the run (a query).
+// So a run's history is the same with a thousand observers as with one. Once the workflow has
+// closed, its own result answers. A run that closes as it settles (its provider cannot resume) is
+// waited for by its close event alone.
 import { Client, QueryNotRegisteredError, WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import {
@@ -58,6 +58,13 @@ interface Waiter {
 }
 
 const byClient = new WeakMap<Client, Map<string, RunWatch>>();
+
+/**
+ * Connections whose server has paged a running run's history. A watch on one of them long-polls
+ * from the run's start; on any other it reads the first page alone first, to find out: the
+ * time-skipping test server pages no further, and its runs are asked instead.
+ */
+const pagingServers = new WeakSet<object>();
 
 /**
  * Segment `segment`'s outcome (default: the current segment's) once it settles, waiting on the
@@ -150,7 +157,7 @@ class RunWatch {
     let lastRead = 0;
     while (this.waiters.size > 0) {
       let events: HistoryEvent[];
-      const firstPage = nextPageToken === undefined;
+      const probe = nextPageToken === undefined && !this.closesOnSettle && !pagingServers.has(this.client.connection);
       const polledAt = Date.now();
       try {
         // The run read is named (the one the caller's start made, or the current one a describe
@@ -162,11 +169,11 @@ class RunWatch {
             namespace,
             execution,
             nextPageToken,
-            // The first page is the start event alone, read at once; then long polls from there.
-            // A run that closes as it settles: its close event alone, whenever it comes.
+            // A run that closes as it settles: its close event alone, whenever it comes. Otherwise
+            // long polls, after the start event alone, read at once, on a server not known to page.
             ...(this.closesOnSettle
               ? { waitNewEvent: true, historyEventFilterType: CLOSE_EVENT }
-              : firstPage
+              : probe
                 ? { maximumPageSize: 1 }
                 : { waitNewEvent: true }),
           }),
@@ -207,7 +214,8 @@ class RunWatch {
       if (view) this.answer(view, false);
       // A running workflow has more than its start event: a server that pages no further (the
       // time-skipping test server, whose long polls wait only for events yet to come) is asked instead.
-      if (firstPage && !nextPageToken?.length && !this.closesOnSettle) return this.askNowAndThen();
+      if (probe && !nextPageToken?.length) return this.askNowAndThen();
+      if (probe) pagingServers.add(this.client.connection);
       // A long poll that timed out: ask the run too, in case an answer was missed.
       if (events.length === 0 && Date.now() - polledAt >= QUIET_POLL_MS) this.check();
     }

@@ -1,7 +1,8 @@
 // Any number of observers on one run: a thousand waiters in five processes all receive its
 // result, and its history is the same as a run's with one waiter. Waiters that began before a
-// resume follow it to the segment they wait for.
-import { Client } from '@temporalio/client';
+// resume follow it to the segment they wait for. A caller reads a history by long polls alone once
+// its server has shown that it pages one.
+import { Client, Connection } from '@temporalio/client';
 import { runStarted } from '../../src';
 import { segmentOutcome } from '../../src/client/run-outcomes';
 import { createScriptedProvider, spawnReadyProcess } from '../../src/testing';
@@ -104,4 +105,26 @@ it('asks the run nothing while it waits for a result: no query from start to set
     await run.dispose();
   }
   expect(queries).toEqual([]);
+}, 60_000);
+
+it("reads a parked run's history by long polls alone once its server has shown it pages", async () => {
+  // A caller on a connection of its own, whose every read of a history is recorded (and made).
+  const connection = await Connection.connect({ address: runs.temporal.address });
+  const getHistory = jest.spyOn(connection.workflowService, 'getWorkflowExecutionHistory');
+  const service = newService({ ...runs.temporal, client: new Client({ connection }) });
+  service.registerProvider(scripted);
+  for (let i = 0; i < 3; i++) {
+    const run = service.start(scripted.name, { prompt: text(`paged ${i}`), parent: { id: 'p' } });
+    expect(await run.result).toEqual({ output: text(`scripted reply to: paged ${i}`), stopReason: 'completed' });
+    await run.dispose();
+  }
+  // The first run's start event alone, to learn that the server pages (the time-skipping test
+  // server does not); every other read a long poll.
+  const reads = getHistory.mock.calls.map(([read]) => ({
+    longPoll: read.waitNewEvent ?? false,
+    size: read.maximumPageSize,
+  }));
+  expect(reads.filter((read) => !read.longPoll)).toEqual([{ longPoll: false, size: 1 }]);
+  expect(reads.length).toBeGreaterThan(3);
+  await connection.close();
 }, 60_000);
