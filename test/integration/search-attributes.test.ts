@@ -70,8 +70,12 @@ it('starts runs without search attributes where the namespace lacks them, and wi
   ]);
   expect(await ensureSearchAttributes(temporal.connection, namespace)).toEqual([]);
   // The server may refuse a start with attributes registered a moment ago, which a service then
-  // starts without them, as it warns: a new service tries again until one starts indexed.
-  const third = await eventually(async () => {
+  // starts without them, as it warns. And the frontend takes attributes just registered before
+  // every history host does: a host that does not know them yet refuses the workflow task that
+  // upserts them, which is then retried (under CI's load, once not within 90 s). A new service
+  // tries again until a run starts indexed and shows its attributes; a run whose upsert is still
+  // refused is ended.
+  const { third, searchAttributes } = await eventually(async () => {
     const startLogger = recordingLogger();
     const indexed = new TemporalSubagentService({
       client: new Client({ connection: temporal.connection, namespace }),
@@ -80,17 +84,19 @@ it('starts runs without search attributes where the namespace lacks them, and wi
     indexed.registerProvider(scripted);
     const run = indexed.start(scripted.name, { prompt: text('three'), parent: { id: 'p' } });
     await run.result;
-    if (startLogger.warnings.length === 0) return run;
-    await run.dispose();
+    if (startLogger.warnings.length > 0) {
+      await run.dispose();
+      return undefined;
+    }
+    const handle = temporal.client.workflow.getHandle(run.id);
+    const shown = await eventually(async () => {
+      const { searchAttributes: now } = await handle.describe();
+      return now.SubagentStopReason ? now : undefined;
+    }, 20_000).catch(() => undefined);
+    if (shown) return { third: run, searchAttributes: shown };
+    await handle.terminate('its search attributes are refused');
     return undefined;
-  }, 30_000);
-  // The frontend takes attributes just registered before every history host does: a host that
-  // does not know them yet refuses the workflow task that upserts them, which is then retried
-  // (under CI's load, once not within 30 s).
-  const searchAttributes = await eventually(async () => {
-    const { searchAttributes: now } = await temporal.client.workflow.getHandle(third.id).describe();
-    return now.SubagentStopReason ? now : undefined;
-  }, 90_000);
+  }, 120_000);
   expect(searchAttributes).toMatchObject({
     SubagentProvider: [scripted.name],
     SubagentStatus: ['parked'],
