@@ -18,7 +18,10 @@ const request = (key: string, prompt = 'same task') => ({
   agentOptions: { script: [{ delayMs: 300, reply: 'done: {input}' }] },
 });
 const gates = turnGates();
-/** A resume of segment 0, as the client sends it, and as its retry after a fault sends it again: the same update id. */
+/**
+ * A resume of segment 0, as the client sends it, and as its retry after a fault sends it again: the
+ * same update id.
+ */
 const resend = (runId: string, content: string, resumeId: string) =>
   runs.temporal.client.workflow.getHandle(runId).executeUpdate(resumeUpdate, {
     args: [{ fromSegment: 0, content: text(content), resumeId }],
