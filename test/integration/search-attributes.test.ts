@@ -72,9 +72,9 @@ it('starts runs without search attributes where the namespace lacks them, and wi
   // The server may refuse a start with attributes registered a moment ago, which a service then
   // starts without them, as it warns. And the frontend takes attributes just registered before
   // every history host does: a host that does not know them yet refuses the workflow task that
-  // upserts them, which is then retried (under CI's load, once not within 90 s). A new service
-  // tries again until a run starts indexed and shows its attributes; a run whose upsert is still
-  // refused is ended.
+  // upserts them, which is then retried (under a full test run's load, once not within 90 s). A
+  // new service tries again until a run starts indexed and shows its attributes; a run whose
+  // upsert is still refused is ended.
   const { third, searchAttributes } = await eventually(async () => {
     const startLogger = recordingLogger();
     const indexed = new TemporalSubagentService({
