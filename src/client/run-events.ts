@@ -169,6 +169,7 @@ async function* runStream(client: Client, runId: string, reading: RunHistoryOpti
   /** A turn that has begun and not ended yet. */
   let openTurn: number | undefined;
   const settledSegments = new Set<number>();
+  const resumedSegments = new Set<number>();
   const messageIds = new Set<string>();
   const activities = new OpenActivities();
   for await (const { event, temporalRunId, time, copied } of runHistory(client, runId, reading)) {
@@ -182,6 +183,7 @@ async function* runStream(client: Client, runId: string, reading: RunHistoryOpti
           turn = undefined;
           openTurn = undefined;
           settledSegments.clear();
+          resumedSegments.clear();
         }
         depth = ((await runInput(converter, event)) as SubagentRunInput).request.depth;
         break;
@@ -218,7 +220,12 @@ async function* runStream(client: Client, runId: string, reading: RunHistoryOpti
         const request = event.workflowExecutionUpdateAcceptedEventAttributes!.acceptedRequest?.input;
         if (request?.name !== 'resume') break;
         const [args] = (await decodePayloads(converter, request.args?.payloads)) as [{ fromSegment: number }];
-        progress.push({ type: 'resumed', segment: args.fromSegment + 1 });
+        // A resume sent again after it began its segment (its answer lost) is one resume, as the
+        // workflow counts it.
+        const segment = args.fromSegment + 1;
+        if (resumedSegments.has(segment)) break;
+        resumedSegments.add(segment);
+        progress.push({ type: 'resumed', segment });
         break;
       }
       case EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: {

@@ -1,7 +1,7 @@
 // Idempotent start: a caller key makes starting twice return the same run and never create two
 // workflows, from any process and after the run closed; the same key for another request is typed.
-// Idempotent resume: the same resume sent again after the run continued as new begins one segment,
-// and a caller that joins after it waits for that segment.
+// Idempotent resume: the same resume sent again after the run continued as new begins one segment
+// and is one `resumed` event, and a caller that joins after it waits for that segment.
 import { createScriptedProvider } from '../../src/testing';
 import { resumeUpdate, statusQuery } from '../../workflows/definitions';
 import { eventually, newService, testRuns, text, turnGates, uniqueName } from '../helpers/temporal';
@@ -116,6 +116,10 @@ it('answers a resume sent again after it began its segment (its answer lost), be
   await expect(resend(run.id, 'other', 'r-2')).rejects.toMatchObject({
     cause: expect.objectContaining({ type: 'NOT_RESUMABLE' }),
   });
+  // The run's progress events tell one resume.
+  const resumed: number[] = [];
+  for await (const event of run.events!({ follow: false })) if (event.type === 'resumed') resumed.push(event.segment);
+  expect(resumed).toEqual([1]);
   await runs.service.attach(run.id).dispose();
 });
 
