@@ -69,6 +69,7 @@ export async function* auditDrafts(
 ): AsyncGenerator<AuditDraft> {
   const converter = client.options.loadedDataConverter;
   const reportedSegments = new Set<number>();
+  const resumedSegments = new Set<number>();
   const messageIds = new Set<string>();
   const activities = new OpenActivities();
   for await (const { event, temporalRunId, time, copied } of runHistory(client, runId, {
@@ -81,9 +82,12 @@ export async function* auditDrafts(
       continue;
     }
     // A run a reset made: where the run stood at its reset point is read again from its copies,
-    // so a segment it settles again is recorded again. A message stays recorded once: a reset
-    // hands the run those after its reset point again.
-    if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) reportedSegments.clear();
+    // so a segment it settles or is resumed to again is recorded again. A message stays recorded
+    // once: a reset hands the run those after its reset point again.
+    if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) {
+      reportedSegments.clear();
+      resumedSegments.clear();
+    }
     for await (const _ of records(event, temporalRunId, time)) {
       // Recorded already, from the run before.
     }
@@ -135,6 +139,13 @@ export async function* auditDrafts(
         const request = event.workflowExecutionUpdateAcceptedEventAttributes!.acceptedRequest?.input;
         if (request?.name === 'resume' || request?.name === 'dispose') {
           const [args] = await decodePayloads(converter, request.args?.payloads);
+          if (request.name === 'resume') {
+            // A resume sent again after it began its segment (its answer lost) is one resume, as
+            // the workflow counts it.
+            const segment = (args as { fromSegment: number }).fromSegment + 1;
+            if (resumedSegments.has(segment)) break;
+            resumedSegments.add(segment);
+          }
           yield draft(request.name, args);
         } else if (request?.name === 'approve') {
           // Who answered: the caller's identity as its client gave it.

@@ -1,7 +1,9 @@
 // Idempotent start: a caller key makes starting twice return the same run and never create two
 // workflows, from any process and after the run closed; the same key for another request is typed.
 // Idempotent resume: the same resume sent again after the run continued as new begins one segment
-// and is one `resumed` event, and a caller that joins after it waits for that segment.
+// and is one `resumed` event and one audit record, and a caller that joins after it waits for that
+// segment.
+import { exportAudit } from '../../src';
 import { createScriptedProvider } from '../../src/testing';
 import { resumeUpdate, statusQuery } from '../../workflows/definitions';
 import { eventually, newService, testRuns, text, turnGates, uniqueName } from '../helpers/temporal';
@@ -120,6 +122,8 @@ it('answers a resume sent again after it began its segment (its answer lost), be
   const resumed: number[] = [];
   for await (const event of run.events!({ follow: false })) if (event.type === 'resumed') resumed.push(event.segment);
   expect(resumed).toEqual([1]);
+  const audit = await exportAudit(runs.temporal.client, run.id);
+  expect(audit.filter((record) => record.type === 'resume')).toHaveLength(1);
   await runs.service.attach(run.id).dispose();
 });
 
