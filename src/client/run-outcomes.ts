@@ -282,7 +282,8 @@ class RunWatch {
         }
       } else if (type === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED && view?.resuming) {
         // The resume that began this segment, sent again (its answer lost), is answered with this
-        // segment: it begins no other.
+        // segment: it begins no other. Its small answer is read, not its arguments, which carry
+        // the resume's content (perhaps megabytes, in the payload store).
         const completed = event.workflowExecutionUpdateCompletedEventAttributes;
         const updateId = completed?.meta?.updateId;
         if (updateId && updateId === this.resumeUpdateId) {
