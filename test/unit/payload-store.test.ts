@@ -21,6 +21,12 @@ import { offloadThresholdFromEnv, payloadStoreFromEnv } from '../../src/temporal
 import { DEFAULT_OFFLOAD_BYTES, FilePayloadStore, payloadStorage } from '../../src/temporal/payload-store';
 import { PostgresPayloadStore } from '../../src/temporal/postgres-payload-store';
 
+/**
+ * A sweep's cutoff that takes every blob stored so far: a file's time is finer than a millisecond,
+ * so one stored within `Date.now()`'s millisecond is after it.
+ */
+const pastEverythingStored = () => Date.now() + 1;
+
 describe('payloadStoreFromEnv', () => {
   it('uses files under the default directory when nothing is configured, and none without one', () => {
     expect(payloadStoreFromEnv({}, '/data/payloads')).toMatchObject({ name: 'files', dir: '/data/payloads' });
@@ -166,7 +172,7 @@ describe('the store driver', () => {
     };
     expect(encodeURIComponent(long.runId)).toHaveLength(240);
     await own.put(long, Buffer.from('long'));
-    expect(await own.deleteRun('default', long.runId, Date.now())).toBe(true);
+    expect(await own.deleteRun('default', long.runId, pastEverythingStored())).toBe(true);
     expect(await own.get(long)).toBeUndefined();
     const namespaceDir = join(own.dir, 'default');
     expect(readdirSync(namespaceDir)).toEqual([]);
@@ -204,7 +210,7 @@ describe('the store driver', () => {
     renameSync(join(namespaceDir, hashed), join(namespaceDir, aside));
     expect((await own.runs(namespace)).map((run) => run.runId).sort()).toEqual([runId, short.runId].sort());
     expect(Buffer.from((await own.get(blob))!).toString()).toBe('long');
-    expect(await own.deleteRun(namespace, runId, Date.now())).toBe(true);
+    expect(await own.deleteRun(namespace, runId, pastEverythingStored())).toBe(true);
     expect(await own.get(blob)).toBeUndefined();
     expect((await own.runs(namespace)).map((run) => run.runId)).toEqual([short.runId]);
     // A name of that form without the id kept in it (another program's, or a put under way) is left alone.
