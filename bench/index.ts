@@ -45,6 +45,7 @@ import { type Timing, observers, timed } from './observers';
 import { type LoopProcess, startOurs, startPeer } from './loop-process';
 import { type Spread, describeSpread, percentiles, round, spread } from './stats';
 import { bareContinuedAtSettle, bareParked, resumeParkedUpdate, wakeParkedUpdate } from './baseline-workflows';
+import { jemalloc } from './jemalloc';
 import { toolLoop } from './tool-loop';
 import { type RequestsPerDelegation, markedReading, perDelegation } from './rpcs';
 
@@ -1003,27 +1004,41 @@ const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/
 
 /**
  * The worker settings figure 6 compares: the workflow cache, glibc's malloc arenas (as the Docker
- * image sets them) and V8's `--optimize-for-size` (a Node option, which NODE_OPTIONS refuses). The
- * first three are also read at rest: the default, the Docker image's, and that with a smaller cache.
+ * image sets them), jemalloc in glibc's place (where the machine has it or Debian's package can be
+ * fetched: bench/jemalloc.ts) and V8's `--optimize-for-size` (a Node option, which NODE_OPTIONS
+ * refuses). All but the last two are also read at rest.
  */
-const MEMORY_SETTINGS: { label: string; env: Record<string, string>; nodeArgs?: string[]; rests?: true }[] = [
-  { label: 'cache 100', env: { SUBAGENT_WORKER_CACHED_RUNS: '100' }, rests: true },
-  {
-    label: 'cache 100, MALLOC_ARENA_MAX=2',
-    env: { SUBAGENT_WORKER_CACHED_RUNS: '100', MALLOC_ARENA_MAX: '2' },
-    rests: true,
-  },
-  {
-    label: 'cache 20, MALLOC_ARENA_MAX=2',
-    env: { SUBAGENT_WORKER_CACHED_RUNS: '20', MALLOC_ARENA_MAX: '2' },
-    rests: true,
-  },
-  ...[100, 20].map((cached) => ({
-    label: `cache ${cached}, MALLOC_ARENA_MAX=2, --optimize-for-size`,
-    env: { SUBAGENT_WORKER_CACHED_RUNS: String(cached), MALLOC_ARENA_MAX: '2' },
-    nodeArgs: ['--optimize-for-size'],
-  })),
-];
+function memorySettings(): { label: string; env: Record<string, string>; nodeArgs?: string[]; rests?: true }[] {
+  const allocator = jemalloc();
+  if ('missing' in allocator) log(`   (no jemalloc setting: ${allocator.missing})`);
+  return [
+    { label: 'cache 100', env: { SUBAGENT_WORKER_CACHED_RUNS: '100' }, rests: true },
+    {
+      label: 'cache 100, MALLOC_ARENA_MAX=2',
+      env: { SUBAGENT_WORKER_CACHED_RUNS: '100', MALLOC_ARENA_MAX: '2' },
+      rests: true,
+    },
+    ...('path' in allocator
+      ? [
+          {
+            label: 'cache 100, jemalloc',
+            env: { SUBAGENT_WORKER_CACHED_RUNS: '100', LD_PRELOAD: allocator.path },
+            rests: true as const,
+          },
+        ]
+      : []),
+    {
+      label: 'cache 20, MALLOC_ARENA_MAX=2',
+      env: { SUBAGENT_WORKER_CACHED_RUNS: '20', MALLOC_ARENA_MAX: '2' },
+      rests: true,
+    },
+    ...[100, 20].map((cached) => ({
+      label: `cache ${cached}, MALLOC_ARENA_MAX=2, --optimize-for-size`,
+      env: { SUBAGENT_WORKER_CACHED_RUNS: String(cached), MALLOC_ARENA_MAX: '2' },
+      nodeArgs: ['--optimize-for-size'],
+    })),
+  ];
+}
 
 /** A worker process figure 6 reads: ours or the bare reference's, and its readings. */
 interface MemorySide {
@@ -1087,7 +1102,7 @@ function memoryFigures(side: MemorySide) {
 /**
  * 6. Worker memory: the resident set of a worker process with none, 100 and 1,000 runs parked
  * (each batch of 100 started at once), 2 s after and settled (SETTLED_READING_MS), under each of
- * MEMORY_SETTINGS, and at rest under those that rest; the goal is on the growth, settled and at
+ * memorySettings(), and at rest under those that rest; the goal is on the growth, settled and at
  * rest. Beside it, under the same settings and read at the same moments, the reference: a worker
  * process of the bare parked workflow, parking as many of it at the same time (what a worker's
  * cached runs cost in Temporal itself). Also each worker's CPU time per run while it parked them
@@ -1097,7 +1112,7 @@ async function memory(address: string, service: TemporalSubagentService, bench: 
   const spawnWorker = await workerProcesses(address);
   log(`6. Worker memory, resident set with none / 100 / 1,000 runs parked, and the heap after a full GC:`);
   const figures: Record<string, unknown> = {};
-  for (const [i, { label, env, nodeArgs, rests }] of MEMORY_SETTINGS.entries()) {
+  for (const [i, { label, env, nodeArgs, rests }] of memorySettings().entries()) {
     const name = `parked-${i}`;
     service.registerProvider(noop(name, true));
     const side = async (spawn: (env: Record<string, string>) => Promise<ReadyProcess>) => {
