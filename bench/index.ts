@@ -1003,10 +1003,11 @@ const cpuMs = (pid: number) => {
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
 /**
- * The worker settings figure 6 compares: the workflow cache, glibc's malloc arenas (as the Docker
- * image sets them), jemalloc in glibc's place (where the machine has it or Debian's package can be
- * fetched: bench/jemalloc.ts) and V8's `--optimize-for-size` (a Node option, which NODE_OPTIONS
- * refuses). All but the last two are also read at rest.
+ * The worker settings figure 6 compares: the workflow cache, glibc's malloc arenas (the Docker
+ * image's setting before jemalloc), jemalloc in glibc's place (the image's allocator; where the
+ * machine has it or Debian's package can be fetched: bench/jemalloc.ts) and V8's
+ * `--optimize-for-size` (a Node option, which NODE_OPTIONS refuses). All but the last two are also
+ * read at rest.
  */
 function memorySettings(): { label: string; env: Record<string, string>; nodeArgs?: string[]; rests?: true }[] {
   const allocator = jemalloc();

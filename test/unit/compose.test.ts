@@ -331,9 +331,12 @@ describe('Dockerfile', () => {
     expect(cmd && JSON.parse(cmd.args)).toEqual(['node', 'dist/src/worker/main.js']);
   });
 
-  it("runs the worker with figure 6's malloc arenas", () => {
+  it("runs the worker on figure 6's allocator, jemalloc, installed in the final stage", () => {
     const envs = finalStage.instructions.filter((i) => i.keyword === 'ENV').map((i) => i.args);
-    expect(envs).toContain('MALLOC_ARENA_MAX=2');
+    const runs = finalStage.instructions.filter((i) => i.keyword === 'RUN').map((i) => i.args);
+    expect(envs).toContain('LD_PRELOAD=/usr/local/lib/libjemalloc.so.2');
+    const install = runs.find((cmd) => /\bapt-get install\b.*\blibjemalloc2\b/.test(cmd));
+    expect(install).toMatch(/\bln -s\b.*\/usr\/local\/lib\/libjemalloc\.so\.2\b/);
   });
 
   it('parses stages, continuation lines and comments', () => {
