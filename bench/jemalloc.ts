@@ -1,6 +1,6 @@
 // jemalloc for figure 6's allocator setting (a worker run with it as LD_PRELOAD): the system's
 // libjemalloc.so.2 if it has one, else Debian's package, pinned, unpacked under .tools/ (apt-get
-// download and dpkg-deb need no root). Undefined, with the reason, on a machine with neither.
+// download and dpkg-deb need no root). On a machine with neither, the reason instead.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
