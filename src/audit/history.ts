@@ -20,6 +20,7 @@ import {
   isResetPoint,
   type HistoryEvent,
   OpenActivities,
+  SegmentsTold,
   runHistory,
   settledOutcome,
 } from '../temporal/run-history';
@@ -68,8 +69,7 @@ export async function* auditDrafts(
   signal?: AbortSignal,
 ): AsyncGenerator<AuditDraft> {
   const converter = client.options.loadedDataConverter;
-  const reportedSegments = new Set<number>();
-  const resumedSegments = new Set<number>();
+  const segments = new SegmentsTold();
   const messageIds = new Set<string>();
   const activities = new OpenActivities();
   for await (const { event, temporalRunId, time, copied } of runHistory(client, runId, {
@@ -84,10 +84,7 @@ export async function* auditDrafts(
     // A run a reset made: where the run stood at its reset point is read again from its copies,
     // so a segment it settles or is resumed to again is recorded again. A message stays recorded
     // once: a reset hands the run those after its reset point again.
-    if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) {
-      reportedSegments.clear();
-      resumedSegments.clear();
-    }
+    if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) segments.clear();
     for await (const _ of records(event, temporalRunId, time)) {
       // Recorded already, from the run before.
     }
@@ -140,11 +137,9 @@ export async function* auditDrafts(
         if (request?.name === 'resume' || request?.name === 'dispose') {
           const [args] = await decodePayloads(converter, request.args?.payloads);
           if (request.name === 'resume') {
-            // A resume sent again after it began its segment (its answer lost) is one resume, as
-            // the workflow counts it.
-            const segment = (args as { fromSegment: number }).fromSegment + 1;
-            if (resumedSegments.has(segment)) break;
-            resumedSegments.add(segment);
+            // One resume, however often it was sent.
+            const { fromSegment } = args as { fromSegment: number };
+            if (!segments.firstResume(fromSegment + 1)) break;
           }
           yield draft(request.name, args);
         } else if (request?.name === 'approve') {
@@ -165,8 +160,7 @@ export async function* auditDrafts(
         // The settle point (a memo change, or a local activity's marker): the segment's outcome,
         // recorded once however many wait on it.
         const settled = await settledOutcome(converter, event);
-        if (settled && !reportedSegments.has(settled.segment)) {
-          reportedSegments.add(settled.segment);
+        if (settled && segments.firstSettle(settled.segment)) {
           yield draft('result', settled);
         }
         break;
@@ -177,8 +171,7 @@ export async function* auditDrafts(
         const reply = (await decodePayload(converter, success.payloads)) as SegmentResultReply | undefined;
         // Histories from before the settle record: every caller's wait for a segment answers
         // with the same result; record it once.
-        if (reply && typeof reply === 'object' && 'settled' in reply && !reportedSegments.has(reply.settled.segment)) {
-          reportedSegments.add(reply.settled.segment);
+        if (reply && typeof reply === 'object' && 'settled' in reply && segments.firstSettle(reply.settled.segment)) {
           yield draft('result', reply.settled);
         }
         break;
@@ -234,8 +227,7 @@ export async function* auditDrafts(
       case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: {
         const outcome = await closedOutcome(converter, event);
         // A segment that closed the run records no settle point: its result is the workflow's.
-        if (!reportedSegments.has(outcome.segment)) {
-          reportedSegments.add(outcome.segment);
+        if (segments.firstSettle(outcome.segment)) {
           const { segment, result, usage, spend, resumableUntil } = outcome;
           yield draft('result', {
             segment,

@@ -23,6 +23,7 @@ import type { SubagentProgress, SubagentRunEvent, SubagentRunEventsOptions } fro
 import {
   EventType,
   OpenActivities,
+  SegmentsTold,
   approvalChange,
   closedOutcome,
   decodePayload,
@@ -168,8 +169,7 @@ async function* runStream(client: Client, runId: string, reading: RunHistoryOpti
   let turn: number | undefined;
   /** A turn that has begun and not ended yet. */
   let openTurn: number | undefined;
-  const settledSegments = new Set<number>();
-  const resumedSegments = new Set<number>();
+  const segments = new SegmentsTold();
   const messageIds = new Set<string>();
   const activities = new OpenActivities();
   for await (const { event, temporalRunId, time, copied } of runHistory(client, runId, reading)) {
@@ -182,8 +182,7 @@ async function* runStream(client: Client, runId: string, reading: RunHistoryOpti
           // Messages stay told once: a reset hands the run those after its reset point again.
           turn = undefined;
           openTurn = undefined;
-          settledSegments.clear();
-          resumedSegments.clear();
+          segments.clear();
         }
         depth = ((await runInput(converter, event)) as SubagentRunInput).request.depth;
         break;
@@ -220,12 +219,9 @@ async function* runStream(client: Client, runId: string, reading: RunHistoryOpti
         const request = event.workflowExecutionUpdateAcceptedEventAttributes!.acceptedRequest?.input;
         if (request?.name !== 'resume') break;
         const [args] = (await decodePayloads(converter, request.args?.payloads)) as [{ fromSegment: number }];
-        // A resume sent again after it began its segment (its answer lost) is one resume, as the
-        // workflow counts it.
+        // One resume, however often it was sent.
         const segment = args.fromSegment + 1;
-        if (resumedSegments.has(segment)) break;
-        resumedSegments.add(segment);
-        progress.push({ type: 'resumed', segment });
+        if (segments.firstResume(segment)) progress.push({ type: 'resumed', segment });
         break;
       }
       case EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED: {
@@ -267,8 +263,7 @@ async function* runStream(client: Client, runId: string, reading: RunHistoryOpti
         }
         // The settle point: a memo change, or a local activity's marker.
         const settled = await settledOutcome(converter, event);
-        if (settled && !settledSegments.has(settled.segment)) {
-          settledSegments.add(settled.segment);
+        if (settled && segments.firstSettle(settled.segment)) {
           progress.push(...settledEvents(settled.segment, settled.result));
         }
         break;
@@ -276,8 +271,7 @@ async function* runStream(client: Client, runId: string, reading: RunHistoryOpti
       case EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: {
         const outcome = await closedOutcome(converter, event);
         // A segment that closed the run recorded no settle point: its result is the workflow's.
-        if (!settledSegments.has(outcome.segment)) {
-          settledSegments.add(outcome.segment);
+        if (segments.firstSettle(outcome.segment)) {
           progress.push(...settledEvents(outcome.segment, outcome.result));
         }
         progress.push({ type: 'closed', closedBy: outcome.closedBy });

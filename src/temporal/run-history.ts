@@ -127,6 +127,39 @@ export class OpenActivities {
   }
 }
 
+/**
+ * The segments a reader has told settled, and resumed to, so each is told once as the workflow
+ * counts it: a segment's outcome that many callers waited on, or a resume sent again after it
+ * began its segment (its answer lost). A reset's run does its segments again from its reset
+ * point: `clear()` at its copied start. Messages are another matter: a reset hands the run those
+ * after its reset point again, so they stay told once (`rememberMessageId`).
+ */
+export class SegmentsTold {
+  private readonly settled = new Set<number>();
+  private readonly resumed = new Set<number>();
+
+  /** True the first time `segment` settles. */
+  firstSettle(segment: number): boolean {
+    return firstOf(this.settled, segment);
+  }
+
+  /** True the first time a resume begins `segment`. */
+  firstResume(segment: number): boolean {
+    return firstOf(this.resumed, segment);
+  }
+
+  clear(): void {
+    this.settled.clear();
+    this.resumed.clear();
+  }
+}
+
+function firstOf(seen: Set<number>, segment: number): boolean {
+  if (seen.has(segment)) return false;
+  seen.add(segment);
+  return true;
+}
+
 /** One event of a run's history, with the Temporal run it belongs to and when it happened. */
 export interface RunHistoryEvent {
   event: HistoryEvent;
