@@ -8,12 +8,12 @@ import { join } from 'node:path';
 
 const PACKAGE = 'libjemalloc2=5.3.0-1';
 const LIBRARY = 'libjemalloc.so.2';
-const SYSTEM_DIRS = ['/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64', '/usr/lib'];
-const unpacked = join(__dirname, '..', '.tools', 'libjemalloc2-5.3.0-1');
+const LIB_DIRS = ['/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64', '/usr/lib'];
+const unpacked = join(__dirname, '..', '.tools', PACKAGE.replace('=', '-'));
 
 /** Where a library is under `root`'s lib directories, if anywhere. */
 function findUnder(root: string): string | undefined {
-  return SYSTEM_DIRS.map((dir) => join(root, dir, LIBRARY)).find((path) => existsSync(path));
+  return LIB_DIRS.map((dir) => join(root, dir, LIBRARY)).find((path) => existsSync(path));
 }
 
 export function jemalloc(): { path: string } | { missing: string } {
