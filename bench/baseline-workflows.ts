@@ -46,6 +46,22 @@ export async function bareParked(options: ActivityOptions, resumed = false): Pro
   if (await condition(() => resume, '1 hour')) await continueAsNew<typeof bareParked>(options, true);
 }
 
+export const settledUpdate = defineUpdate<void>('settled');
+
+/**
+ * The bare parked workflow whose caller learns its settle point from the answer to an update sent
+ * with its start (update-with-start, Temporal's early return), not from history: the same activity,
+ * memo change and park. Such a start cannot be eager. Not ours: the reference for that way to wait.
+ */
+export async function bareEarlyReturn(options: ActivityOptions): Promise<void> {
+  let settled = false;
+  setHandler(settledUpdate, () => condition(() => settled));
+  await activities(options).noop();
+  upsertMemo({ settled: true });
+  settled = true;
+  await condition(() => false, '1 hour');
+}
+
 /**
  * The resumable shape that settles by continuing as new, with nothing in it: one activity, then a
  * continue-as-new whose run parks until a `resume` update, which it takes in place: its activity

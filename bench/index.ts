@@ -9,15 +9,15 @@
 // hits both sides alike, and reported as its median with the spread (min-max) over the rounds.
 // `--quick` runs 5 rounds (7 in the full run) with fewer samples in each; `--json` ends with one
 // JSON line of every figure; `--cluster` runs against the multi-service cluster (`npm run cluster
-// -- start`); `--observers`, `--long-turn`, `--memory`, `--stream`, `--recovery` and `--requests`
-// run figure 8, 9, 6, 11, 7 or 12 alone.
+// -- start`); `--latency`, `--observers`, `--long-turn`, `--memory`, `--stream`, `--recovery` and
+// `--requests` run figure 1, 8, 9, 6, 11, 7 or 12 alone.
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { constants, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Context } from '@temporalio/activity';
-import type { Client } from '@temporalio/client';
+import { type Client, WithStartWorkflowOperation } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
 import { Worker, DefaultLogger, Runtime, bundleWorkflowCode } from '@temporalio/worker';
 import { type SubagentTurnProvider, TemporalSubagentService } from '../src';
@@ -44,16 +44,27 @@ import { turnActivityOptions } from '../workflows/definitions';
 import { type Timing, observers, timed } from './observers';
 import { type LoopProcess, startOurs, startPeer } from './loop-process';
 import { type Spread, describeSpread, percentiles, round, spread } from './stats';
-import { bareContinuedAtSettle, bareParked, resumeParkedUpdate, wakeParkedUpdate } from './baseline-workflows';
+import {
+  bareContinuedAtSettle,
+  bareEarlyReturn,
+  bareParked,
+  resumeParkedUpdate,
+  settledUpdate,
+  wakeParkedUpdate,
+} from './baseline-workflows';
 import { jemalloc } from './jemalloc';
 import { toolLoop } from './tool-loop';
 import { type RequestsPerDelegation, markedReading, perDelegation } from './rpcs';
+import type { HistoryEvent } from '../src/temporal/run-history';
+import { type CallerTimes, STEPS, type Step, epochNow, medianSteps, stepsOf } from './steps';
 
 const flag = (name: string) => process.argv.includes(`--${name}`);
 const quick = flag('quick');
 const json = flag('json');
 /** Rounds of every interleaved figure; quick mode shortens each round, not their number. */
 const ROUNDS = quick ? 5 : 7;
+/** Figure 1: samples of each kind per round. */
+const LATENCY_SAMPLES = quick ? 10 : 30;
 const LONG_TURN_CALLS = 1000;
 const STEP_COUNTS = [5, 20, 50];
 /** Figure 11: tokens per streamed answer, and the fake model's pace. */
@@ -289,6 +300,7 @@ async function main(): Promise<void> {
   else if (flag('memory')) await memory(temporal.address, service, bench);
   else if (flag('recovery')) await recovery(temporal.address, service);
   else if (flag('requests')) await both(async () => (results.requests = await bench.requests(metricsUrl)));
+  else if (flag('latency')) await both(async () => (results.latency = await bench.latency()));
   else if (flag('stream')) {
     await both(async () => (results.stream = await bench.stream(spawnProvider.name, unstreamed.name)));
   } else {
@@ -334,6 +346,162 @@ interface LoopFigure {
   history_bytes_ratio: Spread;
 }
 
+/** A figure-1 sample: its latency, the caller's times, and the run whose history holds its steps. */
+interface Sample {
+  ms: number;
+  workflowId: string;
+  /** The first run of the workflow (undefined: its only one). */
+  runId: string | undefined;
+  caller: CallerTimes;
+}
+
+const sample = (workflowId: string, runId: string | undefined, calledAt: number, hadAt: number): Sample => ({
+  ms: hadAt - calledAt,
+  workflowId,
+  runId,
+  caller: { calledAt, hadAt },
+});
+
+/**
+ * Figure 1's kinds, in the order their samples are shuffled from: ours (a parked delegation), a
+ * delegation of a provider that closes as it settles, the eager bare round trip (the reference),
+ * the bare round trip without eager start, the bare parked workflow (the floor), the bare
+ * workflow that continues as new as it settles, and the bare parked workflow whose caller has its
+ * settle point from an update sent with its start (early return).
+ */
+const LATENCY_KINDS = ['facade', 'closing', 'eager', 'lazy', 'parked', 'continued', 'early'] as const;
+type LatencyKind = (typeof LATENCY_KINDS)[number];
+const LATENCY_LABELS: Record<LatencyKind, string> = {
+  facade: 'facade (parked)',
+  closing: 'facade (closing)',
+  eager: 'bare, eager start',
+  lazy: 'bare, no eager',
+  parked: 'bare parked',
+  continued: 'bare continued',
+  early: 'bare early return',
+};
+
+/**
+ * Figure 1, round by round: one sample of each kind at a time, in shuffled orders; each round's
+ * p50s as ratios, and every sample's steps by its history, read once the round's samples are done.
+ */
+class LatencyFigure {
+  private readonly latencies = new Map(LATENCY_KINDS.map((kind) => [kind, [] as number[]]));
+  private readonly steps = new Map(LATENCY_KINDS.map((kind) => [kind, [] as Record<Step, number>[]]));
+  private readonly ratios = {
+    facade: [] as number[],
+    toLazy: [] as number[],
+    closing: [] as number[],
+    floor: [] as number[],
+    toFloor: [] as number[],
+    continued: [] as number[],
+    early: [] as number[],
+  };
+
+  constructor(
+    private readonly bench: Bench,
+    private readonly samples: number,
+  ) {}
+
+  private once(kind: LatencyKind): Promise<Sample> {
+    const { bench } = this;
+    switch (kind) {
+      case 'facade':
+        return bench.facadeOnce();
+      case 'closing':
+        return bench.facadeOnce('noop-closing');
+      case 'eager':
+        return bench.baselineOnce();
+      case 'lazy':
+        return bench.baselineOnce(false);
+      case 'parked':
+        return bench.parkedLatencyOnce();
+      case 'continued':
+        return bench.continuedLatencyOnce();
+      case 'early':
+        return bench.earlyReturnOnce();
+    }
+  }
+
+  /** One round; what the round's line tells of it. */
+  async round(random: () => number): Promise<string> {
+    const taken = new Map(LATENCY_KINDS.map((kind) => [kind, [] as Sample[]]));
+    for (let i = 0; i < this.samples; i++) {
+      await inShuffledOrder(
+        random,
+        LATENCY_KINDS.map((kind) => async () => taken.get(kind)!.push(await this.once(kind))),
+      );
+    }
+    const p50 = (kind: LatencyKind) => percentiles(taken.get(kind)!.map(({ ms }) => ms)).p50;
+    const { ratios } = this;
+    ratios.facade.push(p50('facade') / p50('eager'));
+    ratios.toLazy.push(p50('facade') / p50('lazy'));
+    ratios.closing.push(p50('closing') / p50('eager'));
+    ratios.floor.push(p50('parked') / p50('eager'));
+    ratios.toFloor.push(p50('facade') / p50('parked'));
+    ratios.continued.push(p50('continued') / p50('eager'));
+    ratios.early.push(p50('early') / p50('eager'));
+    for (const [kind, samples] of taken) {
+      this.latencies.get(kind)!.push(...samples.map(({ ms }) => ms));
+      for (const { workflowId, runId, caller } of samples) {
+        const steps = stepsOf(await this.bench.history(workflowId, runId), caller);
+        if (steps) this.steps.get(kind)!.push(steps);
+      }
+    }
+    return (
+      `${ratios.facade.at(-1)!.toFixed(3)} (closing ${ratios.closing.at(-1)!.toFixed(3)}, ` +
+      `parked floor ${ratios.floor.at(-1)!.toFixed(3)})`
+    );
+  }
+
+  /** Logs the figure; its JSON. */
+  report() {
+    const { ratios } = this;
+    const [f, cl, e, l, pl, cn, er] = LATENCY_KINDS.map((kind) => percentiles(this.latencies.get(kind)!));
+    const latencyRatio = spread(ratios.facade, { atMost: 1.1 });
+    const closingRatio = spread(ratios.closing, { atMost: 1.1 });
+    const steps = Object.fromEntries(LATENCY_KINDS.map((kind) => [kind, medianSteps(this.steps.get(kind)!)]));
+    log(`1. Delegation latency, start -> result, ${this.samples} runs of each per round:`);
+    log(`   facade (no-op provider, eager start)      p50 ${f!.p50.toFixed(1)} ms   p95 ${f!.p95.toFixed(1)} ms`);
+    log(`   bare workflow + 1 activity, eager start   p50 ${e!.p50.toFixed(1)} ms   p95 ${e!.p95.toFixed(1)} ms`);
+    log(`   bare workflow + 1 activity, no eager      p50 ${l!.p50.toFixed(1)} ms   p95 ${l!.p95.toFixed(1)} ms`);
+    log(`   ratio to the eager one (p50)              ${describeSpread(latencyRatio)}`);
+    log(`   ratio to the one without eager start      ${describeSpread(spread(ratios.toLazy))}`);
+    log(`   bare parked workflow, to its settle point p50 ${pl!.p50.toFixed(1)} ms   p95 ${pl!.p95.toFixed(1)} ms`);
+    log(`     its ratio to the eager one (the floor)  ${describeSpread(spread(ratios.floor))}`);
+    log(`     ours to it                              ${describeSpread(spread(ratios.toFloor))}`);
+    log(`   facade, a provider that closes as it settles p50 ${cl!.p50.toFixed(1)} ms   p95 ${cl!.p95.toFixed(1)} ms`);
+    log(`     its ratio to the eager one              ${describeSpread(closingRatio)}`);
+    log(`   bare workflow that continues as new as it settles, to its close p50 ${cn!.p50.toFixed(1)} ms`);
+    log(`     its ratio to the eager one              ${describeSpread(spread(ratios.continued))}`);
+    log(`   bare parked workflow started with an update, to the update's answer p50 ${er!.p50.toFixed(1)} ms`);
+    log(`     its ratio to the eager one              ${describeSpread(spread(ratios.early))}`);
+    log(`   step by step, p50 of each step in ms, by the server's event times (bench/steps.ts):`);
+    log(`     ${''.padEnd(18)}${STEPS.map((step) => step.padStart(15)).join('')}`);
+    for (const kind of LATENCY_KINDS) {
+      const row = STEPS.map((step) => steps[kind]![step].toFixed(2).padStart(15)).join('');
+      log(`     ${LATENCY_LABELS[kind].padEnd(18)}${row}`);
+    }
+    return {
+      facade_p50_ms: round(f!.p50),
+      eager_baseline_p50_ms: round(e!.p50),
+      baseline_p50_ms: round(l!.p50),
+      ratio: latencyRatio,
+      ratio_to_lazy_baseline: spread(ratios.toLazy),
+      parked_baseline_p50_ms: round(pl!.p50),
+      parked_baseline_ratio: spread(ratios.floor),
+      ratio_to_parked_baseline: spread(ratios.toFloor),
+      closing_p50_ms: round(cl!.p50),
+      closing_ratio: closingRatio,
+      continued_baseline_p50_ms: round(cn!.p50),
+      continued_baseline_ratio: spread(ratios.continued),
+      early_return_baseline_p50_ms: round(er!.p50),
+      early_return_baseline_ratio: spread(ratios.early),
+      steps_ms: steps,
+    };
+  }
+}
+
 /** The figures measured against the bare workflow and the peer, on the in-process workers. */
 class Bench {
   constructor(
@@ -346,18 +514,18 @@ class Bench {
   ) {}
 
   /** start -> result of a no-op delegation. */
-  async facadeOnce(provider = 'noop'): Promise<number> {
-    const started = performance.now();
+  async facadeOnce(provider = 'noop'): Promise<Sample> {
+    const calledAt = epochNow();
     const run = this.service.start(provider, { prompt: text('noop'), parent });
     await run.result;
-    const elapsed = performance.now() - started;
+    const hadAt = epochNow();
     await run.dispose();
-    return elapsed;
+    return sample(run.id, undefined, calledAt, hadAt);
   }
 
   /** start -> result of the bare workflow with one activity. */
-  async baselineOnce(requestEagerStart = true): Promise<number> {
-    const started = performance.now();
+  async baselineOnce(requestEagerStart = true): Promise<Sample> {
+    const calledAt = epochNow();
     const handle = await this.client.workflow.start('bareRoundTrip', {
       args: [BASELINE_ACTIVITY_OPTIONS],
       taskQueue: BASELINE_QUEUE,
@@ -365,7 +533,7 @@ class Bench {
       requestEagerStart,
     });
     await handle.result();
-    return performance.now() - started;
+    return sample(handle.workflowId, handle.firstExecutionRunId, calledAt, epochNow());
   }
 
   /**
@@ -375,7 +543,7 @@ class Bench {
    */
   private async parkedStart(taskQueue = BASELINE_QUEUE) {
     const workflowId = `bare-parked-${randomUUID()}`;
-    const started = performance.now();
+    const calledAt = epochNow();
     const handle = await this.client.workflow.start(bareParked, {
       args: [BASELINE_ACTIVITY_OPTIONS],
       taskQueue,
@@ -384,7 +552,7 @@ class Bench {
       requestEagerStart: taskQueue === BASELINE_QUEUE,
     });
     await this.parkedSettle(workflowId, handle.firstExecutionRunId);
-    return { workflowId, handle, latency: performance.now() - started };
+    return { workflowId, handle, latency: sample(workflowId, handle.firstExecutionRunId, calledAt, epochNow()) };
   }
 
   /** A bare parked workflow on `taskQueue` (figure 6's reference worker), once it has settled. */
@@ -393,7 +561,7 @@ class Bench {
   }
 
   /** The bare parked workflow's start -> its settle point; then it is ended. */
-  async parkedLatencyOnce(): Promise<number> {
+  async parkedLatencyOnce(): Promise<Sample> {
     const { handle, latency } = await this.parkedStart();
     await handle.terminate();
     return latency;
@@ -421,7 +589,7 @@ class Bench {
    */
   private async continuedStart() {
     const workflowId = `bare-continued-${randomUUID()}`;
-    const started = performance.now();
+    const calledAt = epochNow();
     const handle = await this.client.workflow.start(bareContinuedAtSettle, {
       args: [BASELINE_ACTIVITY_OPTIONS],
       taskQueue: BASELINE_QUEUE,
@@ -429,13 +597,29 @@ class Bench {
       requestEagerStart: true,
     });
     const parkedRunId = await this.closeOf(workflowId, handle.firstExecutionRunId);
-    const latency = performance.now() - started;
+    const latency = sample(workflowId, handle.firstExecutionRunId, calledAt, epochNow());
     if (parkedRunId === undefined) throw new Error(`${workflowId} closed without continuing as new`);
     return { workflowId, parkedRunId, latency };
   }
 
+  /** The bare parked workflow started with an update: start -> the update's answer; then it is ended. */
+  async earlyReturnOnce(): Promise<Sample> {
+    const workflowId = `bare-early-${randomUUID()}`;
+    const calledAt = epochNow();
+    const start = new WithStartWorkflowOperation(bareEarlyReturn, {
+      args: [BASELINE_ACTIVITY_OPTIONS],
+      taskQueue: BASELINE_QUEUE,
+      workflowId,
+      workflowIdConflictPolicy: 'FAIL',
+    });
+    await this.client.workflow.executeUpdateWithStart(settledUpdate, { startWorkflowOperation: start });
+    const hadAt = epochNow();
+    await (await start.workflowHandle()).terminate();
+    return sample(workflowId, undefined, calledAt, hadAt);
+  }
+
   /** Its start -> its settle point; then it is ended, once parked. */
-  async continuedLatencyOnce(): Promise<number> {
+  async continuedLatencyOnce(): Promise<Sample> {
     const { workflowId, parkedRunId, latency } = await this.continuedStart();
     await this.endParked(workflowId, parkedRunId);
     return latency;
@@ -497,6 +681,22 @@ class Bench {
       if (page.history?.events?.some((event) => event.eventType === eventType)) return;
       if (page.nextPageToken?.length) nextPageToken = page.nextPageToken;
     }
+  }
+
+  /** Run `runId` of `workflowId` (by default its current one): its history as it is now. */
+  async history(workflowId: string, runId: string | undefined): Promise<HistoryEvent[]> {
+    const events: HistoryEvent[] = [];
+    let nextPageToken: Uint8Array | undefined;
+    do {
+      const page = await this.client.workflowService.getWorkflowExecutionHistory({
+        namespace: this.namespace,
+        execution: { workflowId, ...(runId ? { runId } : {}) },
+        ...(nextPageToken ? { nextPageToken } : {}),
+      });
+      events.push(...(page.history?.events ?? []));
+      nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+    } while (nextPageToken);
+    return events;
   }
 
   /** start -> result of the agent loop's shape with nothing in it: two activities per step. */
@@ -591,13 +791,29 @@ class Bench {
     return toolLoop(this.service, this.client, { provider, calls, cwd: benchFiles, tool, args });
   }
 
+  /** Figure 1 alone: ROUNDS rounds after a warm-up of each of its kinds. */
+  async latency() {
+    const figure = new LatencyFigure(this, LATENCY_SAMPLES);
+    for (let i = 0; i < 10; i++) {
+      await this.facadeOnce();
+      await this.facadeOnce('noop-closing');
+      await this.baselineOnce();
+      await this.baselineOnce(false);
+      await this.parkedLatencyOnce();
+      await this.continuedLatencyOnce();
+      await this.earlyReturnOnce();
+    }
+    const random = seeded(18);
+    for (let r = 0; r < ROUNDS; r++) log(`   round ${r + 1}/${ROUNDS}: latency ${await figure.round(random)}`);
+    return figure.report();
+  }
+
   /**
    * Figures 1-4 and 10, in ROUNDS interleaved rounds. Each round measures the facade and the bare
    * workflow sample by sample, in shuffled orders (figure 2 in blocks, ABBA), and ours and the
    * peer's agent loop (each in its own process), and yields one ratio of each.
    */
   async rounds({ ours: oursLoop, peer }: { ours: LoopProcess; peer: LoopProcess }): Promise<void> {
-    const latencySamples = quick ? 10 : 30;
     const throughputRuns = quick ? 200 : 500;
     const steerSamples = quick ? 8 : 15;
     const loopSamples = 3;
@@ -610,23 +826,23 @@ class Bench {
       await this.parkedResumeOnce();
       await this.continuedLatencyOnce();
       await this.continuedResumeOnce();
+      await this.earlyReturnOnce();
     }
     await this.throughput(100, () => this.facadeOnce('noop-closing'));
     await this.throughput(100, () => this.baselineOnce());
     await oursLoop.run(5);
     await peer.run(5);
 
-    const latency = { facade: [] as number[], eager: [] as number[], lazy: [] as number[], ratio: [] as number[] };
-    const lazyRatio: number[] = [];
-    // A delegation of a provider that closes as it settles: the bare round trip's own shape.
-    const closing = { latency: [] as number[], ratio: [] as number[] };
-    // The bare parked workflow: the contract's shape with nothing in it, and its ratios.
-    const parked = { latency: [] as number[], resume: [] as number[] };
-    const floor = { latency: [] as number[], resume: [] as number[] };
-    const toFloor = { latency: [] as number[], resume: [] as number[] };
-    // The bare workflow that continues as new as it settles: the floor of the shape ours could take.
-    const continued = { latency: [] as number[], resume: [] as number[] };
-    const continuedFloor = { latency: [] as number[], resume: [] as number[] };
+    const latency = new LatencyFigure(this, LATENCY_SAMPLES);
+    // Figure 4's references: the bare parked workflow (the contract's shape with nothing in it), and
+    // the bare workflow that continues as new as it settles (the floor of the shape ours could take).
+    const resumes = {
+      parked: [] as number[],
+      floor: [] as number[],
+      toFloor: [] as number[],
+      continued: [] as number[],
+      continuedFloor: [] as number[],
+    };
     const rates = { facade: [] as number[], baseline: [] as number[], ratio: [] as number[] };
     const steer = { steering: [] as number[], resume: [] as number[] };
     const steeringRatio: number[] = [];
@@ -647,35 +863,7 @@ class Bench {
     const random = seeded(18);
     for (let r = 0; r < ROUNDS; r++) {
       const oursFirst = r % 2 === 0;
-      const facade: number[] = [];
-      const eager: number[] = [];
-      const lazy: number[] = [];
-      const parkedLatency: number[] = [];
-      const closingLatency: number[] = [];
-      const continuedLatency: number[] = [];
-      for (let i = 0; i < latencySamples; i++) {
-        await inShuffledOrder(random, [
-          async () => facade.push(await this.facadeOnce()),
-          async () => closingLatency.push(await this.facadeOnce('noop-closing')),
-          async () => eager.push(await this.baselineOnce()),
-          async () => lazy.push(await this.baselineOnce(false)),
-          async () => parkedLatency.push(await this.parkedLatencyOnce()),
-          async () => continuedLatency.push(await this.continuedLatencyOnce()),
-        ]);
-      }
-      const eagerP50 = percentiles(eager).p50;
-      closing.latency.push(...closingLatency);
-      closing.ratio.push(percentiles(closingLatency).p50 / eagerP50);
-      parked.latency.push(...parkedLatency);
-      floor.latency.push(percentiles(parkedLatency).p50 / eagerP50);
-      toFloor.latency.push(percentiles(facade).p50 / percentiles(parkedLatency).p50);
-      continued.latency.push(...continuedLatency);
-      continuedFloor.latency.push(percentiles(continuedLatency).p50 / eagerP50);
-      latency.facade.push(...facade);
-      latency.eager.push(...eager);
-      latency.lazy.push(...lazy);
-      latency.ratio.push(percentiles(facade).p50 / eagerP50);
-      lazyRatio.push(percentiles(facade).p50 / percentiles(lazy).p50);
+      const latencyRound = await latency.round(random);
 
       // Two blocks of each side in the order ABBA, so that a drift in the machine's speed within
       // the round hits both alike; a side's rate is over its two blocks (their harmonic mean).
@@ -706,8 +894,8 @@ class Bench {
             steering.push(sample.steering);
             resume.push(sample.resume);
           },
-          async () => roundTrip.push(await this.baselineOnce()),
-          async () => roundTrip.push(await this.baselineOnce()),
+          async () => roundTrip.push((await this.baselineOnce()).ms),
+          async () => roundTrip.push((await this.baselineOnce()).ms),
           async () => parkedResume.push(await this.parkedResumeOnce()),
           async () => continuedResume.push(await this.continuedResumeOnce()),
         ]);
@@ -715,13 +903,13 @@ class Bench {
       const roundTripP50 = percentiles(roundTrip).p50;
       steer.steering.push(...steering);
       steer.resume.push(...resume);
-      parked.resume.push(...parkedResume);
+      resumes.parked.push(...parkedResume);
       steeringRatio.push(percentiles(steering).p50 / roundTripP50);
       resumeRatio.push(percentiles(resume).p50 / roundTripP50);
-      floor.resume.push(percentiles(parkedResume).p50 / roundTripP50);
-      toFloor.resume.push(percentiles(resume).p50 / percentiles(parkedResume).p50);
-      continued.resume.push(...continuedResume);
-      continuedFloor.resume.push(percentiles(continuedResume).p50 / roundTripP50);
+      resumes.floor.push(percentiles(parkedResume).p50 / roundTripP50);
+      resumes.toFloor.push(percentiles(resume).p50 / percentiles(parkedResume).p50);
+      resumes.continued.push(...continuedResume);
+      resumes.continuedFloor.push(percentiles(continuedResume).p50 / roundTripP50);
 
       for (const [steps, loop] of loops) {
         const oursPerStep: number[] = [];
@@ -745,48 +933,13 @@ class Bench {
         loop.ratio.push(percentiles(oursPerStep).p50 / percentiles(theirs).p50);
       }
       log(
-        `   round ${r + 1}/${ROUNDS}: latency ${(percentiles(facade).p50 / eagerP50).toFixed(3)} ` +
-          `(closing ${closing.ratio.at(-1)!.toFixed(3)}, parked floor ${floor.latency.at(-1)!.toFixed(3)})   throughput ${throughputRatio.toFixed(3)}   ` +
+        `   round ${r + 1}/${ROUNDS}: latency ${latencyRound}   throughput ${throughputRatio.toFixed(3)}   ` +
           `steering ${steeringRatio.at(-1)!.toFixed(3)}   resume ${resumeRatio.at(-1)!.toFixed(3)} ` +
-          `(parked floor ${floor.resume.at(-1)!.toFixed(3)})   agent loop ${[...loops.values()].map((loop) => loop.ratio.at(-1)!.toFixed(3)).join(' / ')}`,
+          `(parked floor ${resumes.floor.at(-1)!.toFixed(3)})   agent loop ${[...loops.values()].map((loop) => loop.ratio.at(-1)!.toFixed(3)).join(' / ')}`,
       );
     }
 
-    const f = percentiles(latency.facade);
-    const e = percentiles(latency.eager);
-    const l = percentiles(latency.lazy);
-    const latencyRatio = spread(latency.ratio, { atMost: 1.1 });
-    const closingRatio = spread(closing.ratio, { atMost: 1.1 });
-    results.latency = {
-      facade_p50_ms: round(f.p50),
-      eager_baseline_p50_ms: round(e.p50),
-      baseline_p50_ms: round(l.p50),
-      ratio: latencyRatio,
-      ratio_to_lazy_baseline: spread(lazyRatio),
-      parked_baseline_p50_ms: round(percentiles(parked.latency).p50),
-      parked_baseline_ratio: spread(floor.latency),
-      ratio_to_parked_baseline: spread(toFloor.latency),
-      closing_p50_ms: round(percentiles(closing.latency).p50),
-      closing_ratio: closingRatio,
-      continued_baseline_p50_ms: round(percentiles(continued.latency).p50),
-      continued_baseline_ratio: spread(continuedFloor.latency),
-    };
-    log(`1. Delegation latency, start -> result, ${latencySamples} runs of each per round:`);
-    log(`   facade (no-op provider, eager start)      p50 ${f.p50.toFixed(1)} ms   p95 ${f.p95.toFixed(1)} ms`);
-    log(`   bare workflow + 1 activity, eager start   p50 ${e.p50.toFixed(1)} ms   p95 ${e.p95.toFixed(1)} ms`);
-    log(`   bare workflow + 1 activity, no eager      p50 ${l.p50.toFixed(1)} ms   p95 ${l.p95.toFixed(1)} ms`);
-    log(`   ratio to the eager one (p50)              ${describeSpread(latencyRatio)}`);
-    log(`   ratio to the one without eager start      ${describeSpread(spread(lazyRatio))}`);
-    const pl = percentiles(parked.latency);
-    log(`   bare parked workflow, to its settle point p50 ${pl.p50.toFixed(1)} ms   p95 ${pl.p95.toFixed(1)} ms`);
-    log(`     its ratio to the eager one (the floor)  ${describeSpread(spread(floor.latency))}`);
-    log(`     ours to it                              ${describeSpread(spread(toFloor.latency))}`);
-    const cl = percentiles(closing.latency);
-    log(`   facade, a provider that closes as it settles p50 ${cl.p50.toFixed(1)} ms   p95 ${cl.p95.toFixed(1)} ms`);
-    log(`     its ratio to the eager one              ${describeSpread(closingRatio)}`);
-    const cn = percentiles(continued.latency);
-    log(`   bare workflow that continues as new as it settles, to its close p50 ${cn.p50.toFixed(1)} ms`);
-    log(`     its ratio to the eager one              ${describeSpread(spread(continuedFloor.latency))}`);
+    results.latency = latency.report();
 
     const throughputRatio = spread(rates.ratio, { atLeast: 0.9 });
     results.throughput = {
@@ -805,16 +958,16 @@ class Bench {
     const steeringSpread = spread(steeringRatio, { atMost: 1.0 });
     const resumeSpread = spread(resumeRatio, { atMost: 1.5 });
     results.steering = { p50_ms: round(s.p50), p95_ms: round(s.p95), ratio_to_round_trip: steeringSpread };
-    const pr = percentiles(parked.resume);
+    const pr = percentiles(resumes.parked);
     results.resume = {
       p50_ms: round(rs.p50),
       p95_ms: round(rs.p95),
       ratio_to_round_trip: resumeSpread,
       parked_baseline_p50_ms: round(pr.p50),
-      parked_baseline_ratio: spread(floor.resume),
-      ratio_to_parked_baseline: spread(toFloor.resume),
-      continued_baseline_p50_ms: round(percentiles(continued.resume).p50),
-      continued_baseline_ratio: spread(continuedFloor.resume),
+      parked_baseline_ratio: spread(resumes.floor),
+      ratio_to_parked_baseline: spread(resumes.toFloor),
+      continued_baseline_p50_ms: round(percentiles(resumes.continued).p50),
+      continued_baseline_ratio: spread(resumes.continuedFloor),
     };
     log(
       `3. Steering, turn boundary -> the provider's next turn with the message, ${steerSamples} per round, ` +
@@ -829,11 +982,11 @@ class Bench {
     );
     log(
       `   bare parked workflow, resume -> its activity p50 ${pr.p50.toFixed(1)} ms   to the bare round trip ` +
-        `(the floor) ${describeSpread(spread(floor.resume))}   ours to it ${describeSpread(spread(toFloor.resume))}`,
+        `(the floor) ${describeSpread(spread(resumes.floor))}   ours to it ${describeSpread(spread(resumes.toFloor))}`,
     );
     log(
       `   bare workflow that continues as new as it settles, resume -> its activity p50 ` +
-        `${percentiles(continued.resume).p50.toFixed(1)} ms   to the bare round trip ${describeSpread(spread(continuedFloor.resume))}`,
+        `${percentiles(resumes.continued).p50.toFixed(1)} ms   to the bare round trip ${describeSpread(spread(resumes.continuedFloor))}`,
     );
 
     log(
