@@ -43,7 +43,7 @@ import { DEFAULT_MAX_PAYLOAD_BYTES } from '../src/seam/constants';
 import { turnActivityOptions } from '../workflows/definitions';
 import { type Timing, observers, timed } from './observers';
 import { type LoopProcess, startOurs, startPeer } from './loop-process';
-import { type Spread, describeSpread, percentiles, round, spread } from './stats';
+import { type Percentiles, type Spread, describeSpread, percentiles, round, spread } from './stats';
 import {
   bareContinuedAtSettle,
   bareEarlyReturn,
@@ -403,7 +403,7 @@ class LatencyFigure {
     private readonly samples: number,
   ) {}
 
-  private once(kind: LatencyKind): Promise<Sample> {
+  once(kind: LatencyKind): Promise<Sample> {
     const { bench } = this;
     switch (kind) {
       case 'facade':
@@ -457,24 +457,33 @@ class LatencyFigure {
   /** Logs the figure; its JSON. */
   report() {
     const { ratios } = this;
-    const [f, cl, e, l, pl, cn, er] = LATENCY_KINDS.map((kind) => percentiles(this.latencies.get(kind)!));
+    const byKind = (kind: LatencyKind) => [kind, percentiles(this.latencies.get(kind)!)] as const;
+    const {
+      facade: f,
+      closing: cl,
+      eager: e,
+      lazy: l,
+      parked: pl,
+      continued: cn,
+      early: er,
+    } = Object.fromEntries(LATENCY_KINDS.map(byKind)) as Record<LatencyKind, Percentiles>;
     const latencyRatio = spread(ratios.facade, { atMost: 1.1 });
     const closingRatio = spread(ratios.closing, { atMost: 1.1 });
     const steps = Object.fromEntries(LATENCY_KINDS.map((kind) => [kind, medianSteps(this.steps.get(kind)!)]));
     log(`1. Delegation latency, start -> result, ${this.samples} runs of each per round:`);
-    log(`   facade (no-op provider, eager start)      p50 ${f!.p50.toFixed(1)} ms   p95 ${f!.p95.toFixed(1)} ms`);
-    log(`   bare workflow + 1 activity, eager start   p50 ${e!.p50.toFixed(1)} ms   p95 ${e!.p95.toFixed(1)} ms`);
-    log(`   bare workflow + 1 activity, no eager      p50 ${l!.p50.toFixed(1)} ms   p95 ${l!.p95.toFixed(1)} ms`);
+    log(`   facade (no-op provider, eager start)      p50 ${f.p50.toFixed(1)} ms   p95 ${f.p95.toFixed(1)} ms`);
+    log(`   bare workflow + 1 activity, eager start   p50 ${e.p50.toFixed(1)} ms   p95 ${e.p95.toFixed(1)} ms`);
+    log(`   bare workflow + 1 activity, no eager      p50 ${l.p50.toFixed(1)} ms   p95 ${l.p95.toFixed(1)} ms`);
     log(`   ratio to the eager one (p50)              ${describeSpread(latencyRatio)}`);
     log(`   ratio to the one without eager start      ${describeSpread(spread(ratios.toLazy))}`);
-    log(`   bare parked workflow, to its settle point p50 ${pl!.p50.toFixed(1)} ms   p95 ${pl!.p95.toFixed(1)} ms`);
+    log(`   bare parked workflow, to its settle point p50 ${pl.p50.toFixed(1)} ms   p95 ${pl.p95.toFixed(1)} ms`);
     log(`     its ratio to the eager one (the floor)  ${describeSpread(spread(ratios.floor))}`);
     log(`     ours to it                              ${describeSpread(spread(ratios.toFloor))}`);
-    log(`   facade, a provider that closes as it settles p50 ${cl!.p50.toFixed(1)} ms   p95 ${cl!.p95.toFixed(1)} ms`);
+    log(`   facade, a provider that closes as it settles p50 ${cl.p50.toFixed(1)} ms   p95 ${cl.p95.toFixed(1)} ms`);
     log(`     its ratio to the eager one              ${describeSpread(closingRatio)}`);
-    log(`   bare workflow that continues as new as it settles, to its close p50 ${cn!.p50.toFixed(1)} ms`);
+    log(`   bare workflow that continues as new as it settles, to its close p50 ${cn.p50.toFixed(1)} ms`);
     log(`     its ratio to the eager one              ${describeSpread(spread(ratios.continued))}`);
-    log(`   bare parked workflow started with an update, to the update's answer p50 ${er!.p50.toFixed(1)} ms`);
+    log(`   bare parked workflow started with an update, to the update's answer p50 ${er.p50.toFixed(1)} ms`);
     log(`     its ratio to the eager one              ${describeSpread(spread(ratios.early))}`);
     log(`   step by step, p50 of each step in ms, by the server's event times (bench/steps.ts):`);
     log(`     ${''.padEnd(18)}${STEPS.map((step) => step.padStart(15)).join('')}`);
@@ -483,19 +492,19 @@ class LatencyFigure {
       log(`     ${LATENCY_LABELS[kind].padEnd(18)}${row}`);
     }
     return {
-      facade_p50_ms: round(f!.p50),
-      eager_baseline_p50_ms: round(e!.p50),
-      baseline_p50_ms: round(l!.p50),
+      facade_p50_ms: round(f.p50),
+      eager_baseline_p50_ms: round(e.p50),
+      baseline_p50_ms: round(l.p50),
       ratio: latencyRatio,
       ratio_to_lazy_baseline: spread(ratios.toLazy),
-      parked_baseline_p50_ms: round(pl!.p50),
+      parked_baseline_p50_ms: round(pl.p50),
       parked_baseline_ratio: spread(ratios.floor),
       ratio_to_parked_baseline: spread(ratios.toFloor),
-      closing_p50_ms: round(cl!.p50),
+      closing_p50_ms: round(cl.p50),
       closing_ratio: closingRatio,
-      continued_baseline_p50_ms: round(cn!.p50),
+      continued_baseline_p50_ms: round(cn.p50),
       continued_baseline_ratio: spread(ratios.continued),
-      early_return_baseline_p50_ms: round(er!.p50),
+      early_return_baseline_p50_ms: round(er.p50),
       early_return_baseline_ratio: spread(ratios.early),
       steps_ms: steps,
     };
@@ -685,18 +694,7 @@ class Bench {
 
   /** Run `runId` of `workflowId` (by default its current one): its history as it is now. */
   async history(workflowId: string, runId: string | undefined): Promise<HistoryEvent[]> {
-    const events: HistoryEvent[] = [];
-    let nextPageToken: Uint8Array | undefined;
-    do {
-      const page = await this.client.workflowService.getWorkflowExecutionHistory({
-        namespace: this.namespace,
-        execution: { workflowId, ...(runId ? { runId } : {}) },
-        ...(nextPageToken ? { nextPageToken } : {}),
-      });
-      events.push(...(page.history?.events ?? []));
-      nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
-    } while (nextPageToken);
-    return events;
+    return (await this.client.workflow.getHandle(workflowId, runId).fetchHistory()).events ?? [];
   }
 
   /** start -> result of the agent loop's shape with nothing in it: two activities per step. */
@@ -794,15 +792,7 @@ class Bench {
   /** Figure 1 alone: ROUNDS rounds after a warm-up of each of its kinds. */
   async latency() {
     const figure = new LatencyFigure(this, LATENCY_SAMPLES);
-    for (let i = 0; i < 10; i++) {
-      await this.facadeOnce();
-      await this.facadeOnce('noop-closing');
-      await this.baselineOnce();
-      await this.baselineOnce(false);
-      await this.parkedLatencyOnce();
-      await this.continuedLatencyOnce();
-      await this.earlyReturnOnce();
-    }
+    for (let i = 0; i < 10; i++) for (const kind of LATENCY_KINDS) await figure.once(kind);
     const random = seeded(18);
     for (let r = 0; r < ROUNDS; r++) log(`   round ${r + 1}/${ROUNDS}: latency ${await figure.round(random)}`);
     return figure.report();
