@@ -65,6 +65,9 @@ const json = flag('json');
 const ROUNDS = quick ? 5 : 7;
 /** Figure 1: samples of each kind per round. */
 const LATENCY_SAMPLES = quick ? 10 : 30;
+/** Figure 2: delegations of each side per block, and of the unmeasured block before a round's four. */
+const THROUGHPUT_RUNS = quick ? 200 : 500;
+const LEAD_IN_RUNS = 100;
 const LONG_TURN_CALLS = 1000;
 const STEP_COUNTS = [5, 20, 50];
 /** Figure 11: tokens per streamed answer, and the fake model's pace. */
@@ -804,7 +807,6 @@ class Bench {
    * peer's agent loop (each in its own process), and yields one ratio of each.
    */
   async rounds({ ours: oursLoop, peer }: { ours: LoopProcess; peer: LoopProcess }): Promise<void> {
-    const throughputRuns = quick ? 200 : 500;
     const steerSamples = quick ? 8 : 15;
     const loopSamples = 3;
     // Warm-up: every path once, JIT and connections and caches.
@@ -857,8 +859,12 @@ class Bench {
 
       // Two blocks of each side in the order ABBA, so that a drift in the machine's speed within
       // the round hits both alike; a side's rate is over its two blocks (their harmonic mean).
-      const oursRate = () => this.throughput(throughputRuns, () => this.facadeOnce('noop-closing'));
-      const bareRate = () => this.throughput(throughputRuns, () => this.baselineOnce());
+      const oursRate = (runs = THROUGHPUT_RUNS) => this.throughput(runs, () => this.facadeOnce('noop-closing'));
+      const bareRate = (runs = THROUGHPUT_RUNS) => this.throughput(runs, () => this.baselineOnce());
+      // Before them an unmeasured block of the side that goes first: then each side has one block
+      // after a block of its own and one after the other's, where the first block followed figure
+      // 1's samples and what their ends left the server to do (short blocks felt it the most).
+      await (oursFirst ? oursRate : bareRate)(LEAD_IN_RUNS);
       const [ours1, bare1] = await inTurn(oursFirst, oursRate, bareRate);
       const [ours2, bare2] = await inTurn(!oursFirst, oursRate, bareRate);
       const overBoth = (a: number, b: number) => 2 / (1 / a + 1 / b);
@@ -937,7 +943,7 @@ class Bench {
       baseline_per_s: round(percentiles(rates.baseline).p50),
       ratio: throughputRatio,
     };
-    log(`2. Throughput, two blocks of ${throughputRuns} delegations of each per round (ABBA) at concurrency 100:`);
+    log(`2. Throughput, two blocks of ${THROUGHPUT_RUNS} delegations of each per round (ABBA) at concurrency 100:`);
     log(
       `   facade p50 ${percentiles(rates.facade).p50.toFixed(1)}/s   bare workflow, eager start ` +
         `${percentiles(rates.baseline).p50.toFixed(1)}/s   ratio ${describeSpread(throughputRatio)}`,
