@@ -861,9 +861,9 @@ class Bench {
       // the round hits both alike; a side's rate is over its two blocks (their harmonic mean).
       const oursRate = (runs = THROUGHPUT_RUNS) => this.throughput(runs, () => this.facadeOnce('noop-closing'));
       const bareRate = (runs = THROUGHPUT_RUNS) => this.throughput(runs, () => this.baselineOnce());
-      // Before them an unmeasured block of the side that goes first: then each side has one block
-      // after a block of its own and one after the other's, where the first block followed figure
-      // 1's samples and what their ends left the server to do (short blocks felt it the most).
+      // An unmeasured block of the side that goes first comes before them, so that each side has one
+      // block after a block of its own and one after the other's. Without it the first block followed
+      // figure 1's samples, and took in what their runs' ends left the server to do.
       await (oursFirst ? oursRate : bareRate)(LEAD_IN_RUNS);
       const [ours1, bare1] = await inTurn(oursFirst, oursRate, bareRate);
       const [ours2, bare2] = await inTurn(!oursFirst, oursRate, bareRate);

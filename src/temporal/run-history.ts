@@ -370,8 +370,7 @@ export function isStalePageToken(err: unknown): boolean {
 /** The id of `event` as a number (0 for an event without one). */
 export function eventIdOf(event: HistoryEvent): number {
   const id = event.eventId;
-  // A Long by its own conversion: `Number()` of one goes through its decimal string, a cost every
-  // reader of a history paid for each event.
+  // A Long by its own conversion: `Number()` of one goes through its decimal string.
   return typeof id === 'object' && id !== null ? id.toNumber() : Number(id ?? 0);
 }
 
