@@ -215,7 +215,7 @@ export async function* runHistory(
         }
       }
       const at = event.eventTime;
-      const time = at ? new Date(Number(at.seconds) * 1000 + Math.floor((at.nanos ?? 0) / 1e6)).toISOString() : '';
+      const time = at ? new Date(int64(at.seconds) * 1000 + Math.floor((at.nanos ?? 0) / 1e6)).toISOString() : '';
       yield { event, temporalRunId: current, time, ...(copied ? { copied } : {}) };
       if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW) {
         temporalRunId = event.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
@@ -369,9 +369,15 @@ export function isStalePageToken(err: unknown): boolean {
 
 /** The id of `event` as a number (0 for an event without one). */
 export function eventIdOf(event: HistoryEvent): number {
-  const id = event.eventId;
-  // A Long by its own conversion: `Number()` of one goes through its decimal string.
-  return typeof id === 'object' && id !== null ? id.toNumber() : Number(id ?? 0);
+  return int64(event.eventId);
+}
+
+/**
+ * An int64 field of an event as a number (0 when unset). A Long by its own conversion: `Number()`
+ * of one goes through its decimal string, for every event a reader reads.
+ */
+function int64(value: { toNumber(): number } | number | null | undefined): number {
+  return typeof value === 'object' && value !== null ? value.toNumber() : Number(value ?? 0);
 }
 
 /**

@@ -100,6 +100,7 @@ describe('run.events()', () => {
       ]),
       second.reply,
     );
+    const startedAt = Date.now();
     run = harness.start('spawn', { prompt: text('list it'), parent });
     const reading = readUntil(run.events!(), live, 'settled');
     // The second model call is held: what came before it is already there to read.
@@ -108,6 +109,12 @@ describe('run.events()', () => {
     second.release();
     await reading;
     await run.result;
+    // Each event carries the time its history recorded it, within the run's life (the server runs
+    // on this machine's clock).
+    for (const event of live) {
+      expect(Date.parse(event.time)).toBeGreaterThanOrEqual(startedAt - 1000);
+      expect(Date.parse(event.time)).toBeLessThanOrEqual(Date.now());
+    }
 
     expect(shape(live)).toEqual([
       { type: 'turn-start', turn: 0 },
