@@ -25,7 +25,9 @@
 // a parked run ignores a `childStarted` signal naming such an id, then is disposed; v16 (`v16
 // malformed-message`) a parked run drops a `sendMessage` signal whose content is not content, then
 // is disposed; v17 (`v17 foreign-child`) a parked run ignores a `childStarted` signal naming a
-// workflow whose id is not a run's, then is disposed (it cancels nothing).
+// workflow whose id is not a run's, then is disposed (it cancels nothing); v18 (`v18
+// many-children`) a parked run with one more nested run than a batch of cancels, disposed: it
+// cancels them a batch at a time.
 // The token limiter's workflow has versions of its own: v1 (`v1 limiter-continued limiter-ended`,
 // files `token-limiter-v1-*.json`) reservations that wait, a charge, a continue-as-new, and the end;
 // v2 (`v2 limiter-malformed`) the last run of such a limiter ignoring a raw client's charges of null
@@ -63,6 +65,7 @@ import {
   statusQuery,
   tokenLimiterId,
 } from '../workflows/definitions';
+import { NESTED_CANCEL_BATCH } from '../workflows/patches';
 
 const [VERSION, ...ONLY] = process.argv.slice(2);
 if (!VERSION) {
@@ -300,6 +303,15 @@ async function main(): Promise<void> {
     await foreignChild.result;
     await temporal.client.workflow.getHandle(foreignChild.id).signal(childStartedSignal, { runId: 'orders-1' });
     await foreignChild.dispose();
+    // More nested runs than one batch of cancels (runs the server does not have, as if closed long ago).
+    const manyChildren = service.start('scripted', { prompt: text('park'), parent: { id: 'recorder' } });
+    await manyChildren.result;
+    for (let i = 0; i <= NESTED_CANCEL_BATCH; i++) {
+      await temporal.client.workflow
+        .getHandle(manyChildren.id)
+        .signal(childStartedSignal, { runId: `subagent-scripted:closed-${i}` });
+    }
+    await manyChildren.dispose();
 
     // An endpoint's token limiter: calls that wait for the bucket, one whose usage is over its
     // estimate (charged the rest), a continue-as-new, and the end once the bucket is full again.
@@ -363,6 +375,7 @@ async function main(): Promise<void> {
       ['unnameable-child', unnameableChild.id, undefined],
       ['malformed-message', malformedMessage.id, undefined],
       ['foreign-child', foreignChild.id, undefined],
+      ['many-children', manyChildren.id, undefined],
       // The token limiter's recordings are versioned on their own (`v1 limiter-continued limiter-ended`).
       ['limiter-continued', limiter, limiterRuns[0], 'token-limiter'],
       ['limiter-ended', limiter, limiterRuns.at(-1), 'token-limiter'],

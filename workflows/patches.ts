@@ -75,6 +75,18 @@ export const MALFORMED_MESSAGES_PATCH = 'malformed-messages-dropped';
  */
 export const FOREIGN_CHILDREN_PATCH = 'foreign-children-ignored';
 
+/**
+ * A run cancels its nested runs `NESTED_CANCEL_BATCH` at a time, each batch once the server has the
+ * one before. Before, it cancelled them all in one workflow task, and one with more than the server
+ * lets a run have out (`limit.numPendingCancelRequests.error`, 2,000 by default) failed at every
+ * attempt: the run never closed, and its dispose never returned. Asked with `patched()` itself, and
+ * only by runs with more nested runs to cancel than one batch.
+ */
+export const NESTED_CANCELS_IN_BATCHES_PATCH = 'nested-cancels-in-batches';
+
+/** How many nested runs a run cancels at once: a twentieth of the limit a server has by default. */
+export const NESTED_CANCEL_BATCH = 100;
+
 /** Patch: every patch of `PATCHES` at once, with one marker (the first generation). */
 const GENERATION_2026_12 = 'patches-2026-12';
 

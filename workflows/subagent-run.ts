@@ -69,6 +69,8 @@ import {
   NESTED_CANCELS_DELIVERED_PATCH,
   PATCHES,
   MALFORMED_MESSAGES_PATCH,
+  NESTED_CANCEL_BATCH,
+  NESTED_CANCELS_IN_BATCHES_PATCH,
   UNNAMEABLE_IDS_PATCH,
   runPaths,
 } from './patches';
@@ -570,15 +572,25 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
   async function cancelChildren(): Promise<void> {
     const uncancelled = [...children].filter((child) => !cancelledChildren.has(child));
     for (const child of uncancelled) cancelledChildren.add(child);
-    await Promise.all(
-      uncancelled.map(async (child) => {
-        try {
-          await getExternalWorkflowHandle(child).cancel();
-        } catch {
-          // Already closed.
-        }
-      }),
-    );
+    // Many a batch at a time: the server refuses a workflow task that puts more cancels out than
+    // it allows (see the patch).
+    const batches =
+      uncancelled.length > NESTED_CANCEL_BATCH && patched(NESTED_CANCELS_IN_BATCHES_PATCH)
+        ? Array.from({ length: Math.ceil(uncancelled.length / NESTED_CANCEL_BATCH) }, (_, i) =>
+            uncancelled.slice(i * NESTED_CANCEL_BATCH, (i + 1) * NESTED_CANCEL_BATCH),
+          )
+        : [uncancelled];
+    for (const batch of batches) {
+      await Promise.all(
+        batch.map(async (child) => {
+          try {
+            await getExternalWorkflowHandle(child).cancel();
+          } catch {
+            // Already closed.
+          }
+        }),
+      );
+    }
   }
 }
 

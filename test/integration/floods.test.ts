@@ -1,9 +1,12 @@
-// Floods of steering messages from a caller: past the server's limit on the signals one Temporal
-// run takes, and queued behind one another while the server is away. Each runs on a dev server of
-// its own: one with a limit of 20 signals, one that the test stops.
+// Floods from a caller: steering messages past the server's limit on the signals one Temporal run
+// takes, and queued behind one another while the server is away; nested runs past its limit on the
+// cancels one run has out. Each runs on a dev server of its own: one with a limit of 20 signals,
+// one that the test stops, one with a limit of a batch of cancels.
+import { randomUUID } from 'node:crypto';
 import { type SubagentMessageUndeliveredInfo, runStarted } from '../../src';
 import { createScriptedProvider } from '../../src/testing';
-import { statusQuery } from '../../workflows/definitions';
+import { type SubagentRunOutcome, childStartedSignal, statusQuery } from '../../workflows/definitions';
+import { NESTED_CANCEL_BATCH } from '../../workflows/patches';
 import { eventually, newService, startTestServer, startWorker, text, turnGates, uniqueName } from '../helpers/temporal';
 
 const SIGNALS_PER_RUN = 20;
@@ -74,3 +77,38 @@ it('gives up on messages queued behind one given up on within the one reconnect 
     await temporal.close();
   }
 }, 120_000);
+
+it("cancels nested runs past the server's limit on the cancels one run has out, a batch at a time, and closes (its workflow task failed at every attempt, and dispose never returned)", async () => {
+  const temporal = await startTestServer({
+    dynamicConfig: { 'limit.numPendingCancelRequests.error': NESTED_CANCEL_BATCH },
+  });
+  const stopWorker = await startWorker(temporal, [scripted]);
+  try {
+    const service = newService(temporal);
+    service.registerProvider(scripted);
+    const parent = service.start(scripted.name, { prompt: text('go'), parent: { id: 'p' } });
+    await parent.result;
+    // A batch of nested runs that have closed since (a raw client's signals, naming runs the
+    // server does not have: their cancels fail, as a closed run's do), then one that is parked.
+    const handle = temporal.client.workflow.getHandle(parent.id);
+    for (let i = 0; i < NESTED_CANCEL_BATCH; i++) {
+      await handle.signal(childStartedSignal, { runId: `subagent-${scripted.name}:${randomUUID()}` });
+    }
+    const nested = service.start(scripted.name, {
+      prompt: text('go'),
+      parent: { id: 'p', runId: parent.id, rootRunId: parent.id },
+    });
+    await nested.result;
+    await eventually(
+      async () => ((await handle.query(statusQuery)).children.length === NESTED_CANCEL_BATCH + 1 ? true : undefined),
+      30_000,
+    );
+    await parent.dispose();
+    expect(await handle.result()).toMatchObject<Partial<SubagentRunOutcome>>({ closedBy: 'disposed' });
+    const outcome = await temporal.client.workflow.getHandle(nested.id).result();
+    expect(outcome).toMatchObject<Partial<SubagentRunOutcome>>({ closedBy: 'cancelled' });
+  } finally {
+    await stopWorker();
+    await temporal.close();
+  }
+}, 60_000);

@@ -43,7 +43,7 @@ describe('replay', () => {
     (file) => (file.startsWith('subagent-run-') || file.startsWith('token-limiter-')) && file.endsWith('.json'),
   );
 
-  it("has recorded histories of each shipped workflow version: the run's v1, v2 with its patched paths, v3 to v16, and the overwritten ones; the token limiter's v1 and v2", () => {
+  it("has recorded histories of each shipped workflow version: the run's v1, v2 with its patched paths, v3 to v18, and the overwritten ones; the token limiter's v1 and v2", () => {
     expect(files).toEqual(
       expect.arrayContaining([
         ...['start', 'resumed', 'structured', 'agent-loop'].map((label) => `subagent-run-v1-${label}.json`),
@@ -67,6 +67,7 @@ describe('replay', () => {
         ...['unnameable-parent', 'unnameable-child'].map((label) => `subagent-run-v15-${label}.json`),
         'subagent-run-v16-malformed-message.json',
         'subagent-run-v17-foreign-child.json',
+        'subagent-run-v18-many-children.json',
         ...['continued', 'ended'].map((label) => `token-limiter-v1-${label}.json`),
         'token-limiter-v2-malformed.json',
         ...['start', 'resumed'].map((label) => `subagent-run-v1-${label}.ec5e0de.json`),
