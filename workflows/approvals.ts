@@ -10,8 +10,9 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import { MAX_APPROVAL_REASON_CHARS } from '../src/seam/constants';
+import { MAX_APPROVAL_REASON_CHARS, isWholeNumber } from '../src/seam/constants';
 import type { SubagentApprovalDecision, SubagentApprovalRequest } from '../src/seam/result';
+import type { RequestApprovalArgs } from '../activities/types';
 import { APPROVAL_MEMO_KEY, type ApprovalMemo, type ApproveArgs, SETTLED_MEMO_KEY } from './definitions';
 import { STATUS_ATTRIBUTE } from './search-attributes';
 
@@ -111,6 +112,22 @@ export class Approvals {
       });
     }
     return this.ask(local, turn, call);
+  }
+
+  /**
+   * Refuses a request no turn's provider makes (a raw client's: null, no arguments, a field of
+   * another type): in `askInTurn` it failed every workflow task of the run, so that nothing else,
+   * a dispose included, reached the run while the request waited.
+   */
+  validateAsk(args: unknown): void {
+    const { turn, key, tool, arguments: input, kind } = (args ?? {}) as Partial<RequestApprovalArgs>;
+    const strings = [key, tool, input].every((field) => typeof field === 'string');
+    if (!(isWholeNumber(turn, 0) && strings && (kind === undefined || typeof kind === 'string'))) {
+      throw ApplicationFailure.nonRetryable(
+        'an approval request is { turn, key, tool, arguments, kind? }: a whole number, then text',
+        'INVALID_REQUEST',
+      );
+    }
   }
 
   beginTurn(turn: number): void {

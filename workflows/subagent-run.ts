@@ -24,6 +24,7 @@ import { budgetStop, remainingBudget } from '../src/seam/budget';
 import {
   MAX_WORKFLOW_ID_BYTES,
   isRunId,
+  isWholeNumber,
   isWorkflowId,
   payloadBytes,
   payloadLimitViolation,
@@ -220,17 +221,32 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     },
   );
 
-  setHandler(disposeUpdate, async ({ segment: target }) => {
-    if (target !== segment || continuing) return { disposed: false };
-    disposeRequested = true;
-    segmentScope.cancel();
-    cascadeAtOnce();
-    // An update held until the provider stops would count against the run's updates in flight.
-    if (!takes(PATCHES.disposeAnswersAtOnce)) {
-      await CancellationScope.nonCancellable(() => condition(() => outcome !== undefined));
-    }
-    return { disposed: true };
-  });
+  setHandler(
+    disposeUpdate,
+    async ({ segment: target }) => {
+      if (target !== segment || continuing) return { disposed: false };
+      disposeRequested = true;
+      segmentScope.cancel();
+      cascadeAtOnce();
+      // An update held until the provider stops would count against the run's updates in flight.
+      if (!takes(PATCHES.disposeAnswersAtOnce)) {
+        await CancellationScope.nonCancellable(() => condition(() => outcome !== undefined));
+      }
+      return { disposed: true };
+    },
+    {
+      // A raw client's null (or no arguments) failed every workflow task of the run in the
+      // handler, so that no dispose, ours included, reached it while that one waited.
+      validator: (args) => {
+        if (!isWholeNumber((args as { segment?: unknown } | null | undefined)?.segment, 0)) {
+          throw ApplicationFailure.nonRetryable(
+            `cannot dispose of run ${state.runId}: dispose takes { segment }, a whole number`,
+            'INVALID_REQUEST',
+          );
+        }
+      },
+    },
+  );
 
   setHandler(approveUpdate, (args) => approvals.decide(args), {
     validator: (args) => approvals.validate(args),
@@ -238,8 +254,11 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
 
   // A turn's provider asks (an ACP permission request). Not cancellable: the turn's end denies
   // what it still waits for (turns.ts), so the handler finishes before the run continues or closes.
-  setHandler(requestApprovalUpdate, ({ turn, key, ...call }) =>
-    CancellationScope.nonCancellable(() => approvals.askInTurn(`t${turn}.${key}`, turn, call)),
+  setHandler(
+    requestApprovalUpdate,
+    ({ turn, key, ...call }) =>
+      CancellationScope.nonCancellable(() => approvals.askInTurn(`t${turn}.${key}`, turn, call)),
+    { validator: (args) => approvals.validateAsk(args) },
   );
 
   setHandler(wakeUpdate, () => undefined, {

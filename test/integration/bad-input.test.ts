@@ -16,6 +16,8 @@ import {
   SUBAGENT_RUN_WORKFLOW,
   type SubagentRunInput,
   childStartedSignal,
+  disposeUpdate,
+  requestApprovalUpdate,
   resumeUpdate,
   sendMessageSignal,
   statusQuery,
@@ -445,6 +447,26 @@ describe('a raw Temporal client (ours refuses these at start)', () => {
     expect(await runs.status(run.id)).toMatchObject({ phase: 'parked', segment: 0 });
     await run.dispose();
   });
+
+  it.each([
+    ['dispose', 'null', disposeUpdate, [null]],
+    ['dispose', 'no arguments', disposeUpdate, []],
+    ['requestApproval', 'null', requestApprovalUpdate, [null]],
+    ['requestApproval', 'no arguments', requestApprovalUpdate, []],
+  ] as const)(
+    'refuses a %s update of %s with INVALID_REQUEST, and the run still disposes (its handler failed every workflow task of the run, so no dispose reached it)',
+    async (_name, _case, update, args) => {
+      const { run } = await parkedRunAndInput();
+      const raw = runs.temporal.client.workflow.getHandle(run.id);
+      await expect(raw.executeUpdate(update as never, { args: args as never })).rejects.toMatchObject({
+        cause: { type: 'INVALID_REQUEST' },
+      });
+      await run.dispose();
+      expect(await runs.closed(run.id)).toMatchObject({ closedBy: 'disposed' });
+      const { events } = await raw.fetchHistory();
+      expect(events!.filter((event) => event.workflowTaskFailedEventAttributes)).toEqual([]);
+    },
+  );
 
   it('ignores a childStarted signal naming a run with a lone surrogate, so disposing of the run cancels no such child, and the worker runs on', async () => {
     const { run } = await parkedRunAndInput();
