@@ -3,8 +3,9 @@
 // structured-output capture and nested delegation.
 import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
-import type { ContentBlock } from '../src/seam/content';
+import { type ContentBlock, contentViolation } from '../src/seam/content';
 import { type SubagentDelegatingRun, delegationOf, sessionLogOf } from '../src/seam/delegation';
+import { describeValue, isPlainObject, jsonViolation } from '../src/seam/json';
 import { spendOf } from '../src/seam/budget';
 import type { SubagentTurnContext } from '../src/seam/provider';
 import type { SubagentRun } from '../src/seam/run';
@@ -108,7 +109,14 @@ export function turnActivity(host: ActivityHost): (input: TurnActivityInput) => 
         } finally {
           await publisher?.close();
         }
-        const result = withStructured(returned, schema, structuredOutput?.captured);
+        const malformed = turnResultViolation(returned);
+        const result: SubagentTurnResult = malformed
+          ? {
+              output: [],
+              stopReason: 'error',
+              diagnostic: `provider "${input.provider}" returned a malformed turn result: ${malformed}`,
+            }
+          : withStructured(returned, schema, structuredOutput?.captured);
         host.assertWithinLimit(result, `the turn output of provider "${input.provider}"`);
         const outputId = newEntryId();
         host.cache.put(runId, {
@@ -159,6 +167,27 @@ function delegatingRun(
       return sessionLogOf(completed);
     },
   };
+}
+
+/**
+ * Why a provider's turn result is not one (its provider's bug), or undefined. The workflow failed
+ * every task of the run on an output of null, and a result of undefined was retried as a throw;
+ * an output that is not content reached the caller as it was. Any stop reason that is text
+ * passes: a backend may add its own (the seam's consumers treat one they do not know as a failure).
+ */
+function turnResultViolation(result: unknown): string | undefined {
+  if (!isPlainObject(result)) return `it must be an object (got ${describeValue(result)})`;
+  const { output, stopReason, diagnostic, providerState, permissions } = result;
+  if (!Array.isArray(output)) return `output must be an array of content blocks (got ${describeValue(output)})`;
+  const outputViolation = output.length === 0 ? undefined : contentViolation(output, 'output');
+  if (outputViolation) return outputViolation;
+  if (!(typeof stopReason === 'string' && stopReason !== '')) return 'stopReason must be a non-empty string';
+  if (!(diagnostic === undefined || typeof diagnostic === 'string')) return 'diagnostic must be a string';
+  if (permissions !== undefined && !Array.isArray(permissions)) return 'permissions must be an array';
+  return (
+    (providerState === undefined ? undefined : jsonViolation(providerState, 'providerState')) ??
+    (permissions === undefined ? undefined : jsonViolation(permissions, 'permissions'))
+  );
 }
 
 /**

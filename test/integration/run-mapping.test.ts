@@ -58,7 +58,29 @@ const unfixable: SubagentTurnProvider = {
   },
 };
 
-const runs = testRuns([scripted, shortWindow, plain, recorder, unfixable], { worker: { heartbeatIntervalMs: 200 } });
+/** What a provider with a bug resolves a turn with, by the prompt that asks for it. */
+const MALFORMED_RESULTS: Record<string, unknown> = {
+  'an output of null': { output: null, stopReason: 'completed' },
+  'an output of text': { output: 'hello', stopReason: 'completed' },
+  'a text block whose text is a number': { output: [{ type: 'text', text: 5 }], stopReason: 'completed' },
+  'no stop reason': { output: text('hello') },
+  undefined: undefined,
+};
+const malformedAttempts: Record<string, number[]> = {};
+const malformed: SubagentTurnProvider = {
+  name: uniqueName('malformed'),
+  capabilities: { outputSchema: false, depthLimit: false, toolFilter: false },
+  inheritsParentContext: false,
+  async runTurn(input, ctx) {
+    const asked = (input[0]![0] as { text: string }).text;
+    (malformedAttempts[asked] ??= []).push(ctx.attempt);
+    return MALFORMED_RESULTS[asked] as SubagentResult;
+  },
+};
+
+const runs = testRuns([scripted, shortWindow, plain, recorder, unfixable, malformed], {
+  worker: { heartbeatIntervalMs: 200 },
+});
 
 const parent = { id: 'parent-agent' };
 const eventsOf = (run: SubagentRun, kind?: ScriptedTurnEvent['kind']) =>
@@ -154,6 +176,20 @@ it('starts a run while no worker polls its queue, and completes it once a worker
     await stopLate();
   }
 });
+
+it.each(Object.keys(MALFORMED_RESULTS))(
+  'settles a turn whose provider resolves with %s as error at once, naming the fault (an output of null failed every workflow task of the run, undefined was retried as a throw, the others reached the caller as they were)',
+  async (asked) => {
+    const run = runs.service.start(malformed.name, { prompt: text(asked), parent });
+    expect(await run.result).toEqual({
+      output: [],
+      stopReason: 'error',
+      diagnostic: expect.stringContaining(`provider "${malformed.name}" returned a malformed turn result: `),
+    });
+    expect(malformedAttempts[asked]).toEqual([1]);
+    await run.dispose();
+  },
+);
 
 describe('sendMessage', () => {
   const pendingOf = async (run: SubagentRun) =>
