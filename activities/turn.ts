@@ -172,8 +172,9 @@ function delegatingRun(
 /**
  * Why a provider's turn result is not one (its provider's bug), or undefined. The workflow failed
  * every task of the run on an output of null, and a result of undefined was retried as a throw;
- * an output that is not content reached the caller as it was. Any stop reason that is text
- * passes: a backend may add its own (the seam's consumers treat one they do not know as a failure).
+ * an output that is not content reached the caller as it was, and permissions that are not a list
+ * failed the audit export. Any stop reason that is text passes: a backend may add its own (the
+ * seam's consumers treat one they do not know as a failure).
  */
 function turnResultViolation(result: unknown): string | undefined {
   if (!isPlainObject(result)) return `it must be an object (got ${describeValue(result)})`;

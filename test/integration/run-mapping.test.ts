@@ -64,6 +64,7 @@ const MALFORMED_RESULTS: Record<string, unknown> = {
   'an output of text': { output: 'hello', stopReason: 'completed' },
   'a text block whose text is a number': { output: [{ type: 'text', text: 5 }], stopReason: 'completed' },
   'no stop reason': { output: text('hello') },
+  'permissions that are text': { output: text('hello'), stopReason: 'completed', permissions: 'allowed' },
   undefined: undefined,
 };
 const malformedAttempts: Record<string, number[]> = {};
@@ -178,7 +179,7 @@ it('starts a run while no worker polls its queue, and completes it once a worker
 });
 
 it.each(Object.keys(MALFORMED_RESULTS))(
-  'settles a turn whose provider resolves with %s as error at once, naming the fault (an output of null failed every workflow task of the run, undefined was retried as a throw, the others reached the caller as they were)',
+  'settles a turn whose provider resolves with %s as error at once, naming the fault (an output of null failed every workflow task of the run, undefined was retried as a throw, the others reached the caller or the audit as they were)',
   async (asked) => {
     const run = runs.service.start(malformed.name, { prompt: text(asked), parent });
     expect(await run.result).toEqual({
