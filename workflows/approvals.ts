@@ -145,9 +145,17 @@ export class Approvals {
   /**
    * Refuses an answer before it reaches history (a validator runs only when the update arrives,
    * never in replay): a request never made, a decision that is neither, a reason over
-   * `MAX_APPROVAL_REASON_CHARS` (a raw client's: ours cut it).
+   * `MAX_APPROVAL_REASON_CHARS` (a raw client's: ours cut it), an answer that is not
+   * `{ requestId, decision, reason? }` (a raw client's null, which the SDK refused with its own TypeError).
    */
-  validate({ requestId, decision, reason }: ApproveArgs): void {
+  validate(args: unknown): void {
+    const { requestId, decision, reason } = (args ?? {}) as Partial<ApproveArgs>;
+    if (typeof requestId !== 'string') {
+      throw ApplicationFailure.nonRetryable(
+        'an approval answer is { requestId, decision, reason? }',
+        'INVALID_REQUEST',
+      );
+    }
     if (decision !== 'allow' && decision !== 'deny') {
       throw ApplicationFailure.nonRetryable('an approval decision is "allow" or "deny"', 'INVALID_REQUEST');
     }

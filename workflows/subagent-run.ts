@@ -30,6 +30,7 @@ import {
   payloadLimitViolation,
 } from '../src/seam/constants';
 import { type ContentBlock, contentViolation } from '../src/seam/content';
+import { isPlainObject } from '../src/seam/json';
 import type { SubagentResult, SubagentTurnResult } from '../src/seam/result';
 import {
   DISPOSED_BEFORE_BEGINNING,
@@ -178,7 +179,16 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
       return outcome !== undefined && wanted === segment && !continuing ? { settled: outcome } : { moved: true };
     },
     {
-      validator: ({ segment: wanted }) => {
+      validator: (args) => {
+        // A raw client's null, or a segment that is not a number, was refused with the SDK's TypeError
+        // or named a segment the run never had.
+        const wanted = (args as { segment?: unknown } | null | undefined)?.segment;
+        if (!isPlainObject(args) || !(wanted === undefined || isWholeNumber(wanted, 0))) {
+          throw ApplicationFailure.nonRetryable(
+            `cannot read run ${state.runId}'s result: segmentResult takes { segment? }, a whole number`,
+            'INVALID_REQUEST',
+          );
+        }
         if (wanted === undefined || wanted === segment) return;
         if (wanted === segment + 1 && resumeRequest !== undefined) return;
         throw ApplicationFailure.nonRetryable(
@@ -201,13 +211,13 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
     },
     {
       validator: (args) => {
-        if (beganThisSegment(args)) return;
-        const { fromSegment, content } = args;
         // A validator runs as the update arrives, never in replay: what it refuses never reaches history.
-        const malformed = contentViolation(content, 'content');
+        const malformed = resumeViolation(args);
         if (malformed) {
           throw ApplicationFailure.nonRetryable(`cannot resume run ${state.runId}: ${malformed}`, 'INVALID_REQUEST');
         }
+        if (beganThisSegment(args)) return;
+        const { fromSegment, content } = args;
         const refusal = resumeRefusal(fromSegment);
         if (refusal) {
           throw ApplicationFailure.nonRetryable(`cannot resume run ${state.runId}: ${refusal}`, 'NOT_RESUMABLE');
@@ -626,6 +636,19 @@ function unnameableIn({ request, modelTaskQueue }: SubagentRunInput): string | u
     return `modelTaskQueue must be well-formed text of 1 to ${MAX_WORKFLOW_ID_BYTES} bytes`;
   }
   return undefined;
+}
+
+/**
+ * What makes a raw client's resume not one ours sends, if anything: null (refused with the SDK's
+ * TypeError), a segment that is not a whole number (refused as one already resumed), a resume id
+ * that is not text (taken), content that is not content.
+ */
+function resumeViolation(args: unknown): string | undefined {
+  if (!isPlainObject(args)) return 'resume takes { fromSegment, content, resumeId? }';
+  const { fromSegment, content, resumeId } = args;
+  if (!isWholeNumber(fromSegment, 0)) return 'fromSegment must be a whole number';
+  if (resumeId !== undefined && typeof resumeId !== 'string') return 'resumeId must be text';
+  return contentViolation(content, 'content');
 }
 
 /** Whether a query was asked for a page (a raw client's odd arguments get the whole list). */

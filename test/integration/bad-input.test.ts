@@ -15,10 +15,12 @@ import { temporal } from '@temporalio/proto';
 import {
   SUBAGENT_RUN_WORKFLOW,
   type SubagentRunInput,
+  approveUpdate,
   childStartedSignal,
   disposeUpdate,
   requestApprovalUpdate,
   resumeUpdate,
+  segmentResultUpdate,
   sendMessageSignal,
   statusQuery,
 } from '../../workflows/definitions';
@@ -448,19 +450,36 @@ describe('a raw Temporal client (ours refuses these at start)', () => {
     await run.dispose();
   });
 
+  /** What each of these did before its validator: failed every workflow task, or was refused untyped, or taken. */
+  const wedged = 'its handler failed every workflow task of the run, so no dispose reached it';
+  const untyped = "it was refused with the SDK's TypeError, or as another segment, or taken";
   it.each([
-    ['dispose', 'null', disposeUpdate, [null]],
-    ['dispose', 'no arguments', disposeUpdate, []],
-    ['requestApproval', 'null', requestApprovalUpdate, [null]],
-    ['requestApproval', 'no arguments', requestApprovalUpdate, []],
+    ['dispose', 'null', wedged, disposeUpdate, [null]],
+    ['dispose', 'no arguments', wedged, disposeUpdate, []],
+    ['requestApproval', 'null', wedged, requestApprovalUpdate, [null]],
+    ['requestApproval', 'no arguments', wedged, requestApprovalUpdate, []],
+    ['approve', 'null', untyped, approveUpdate, [null]],
+    ['approve', 'a request id that is a number', untyped, approveUpdate, [{ requestId: 7, decision: 'allow' }]],
+    ['segmentResult', 'null', untyped, segmentResultUpdate, [null]],
+    ['segmentResult', 'a segment that is text', untyped, segmentResultUpdate, [{ segment: '0' }]],
+    ['resume', 'null', untyped, resumeUpdate, [null]],
+    ['resume', 'a segment that is text', untyped, resumeUpdate, [{ fromSegment: '0', content: text('go on') }]],
+    [
+      'resume',
+      'a resume id that is a number',
+      untyped,
+      resumeUpdate,
+      [{ fromSegment: 0, content: text('go on'), resumeId: 7 }],
+    ],
   ] as const)(
-    'refuses a %s update of %s with INVALID_REQUEST, and the run still disposes (its handler failed every workflow task of the run, so no dispose reached it)',
-    async (_name, _case, update, args) => {
+    'refuses the %s update of %s with INVALID_REQUEST; the run stays parked and disposes (%s)',
+    async (_name, _case, _before, update, args) => {
       const { run } = await parkedRunAndInput();
       const raw = runs.temporal.client.workflow.getHandle(run.id);
       await expect(raw.executeUpdate(update as never, { args: args as never })).rejects.toMatchObject({
         cause: { type: 'INVALID_REQUEST' },
       });
+      expect(await runs.status(run.id)).toMatchObject({ phase: 'parked', segment: 0 });
       await run.dispose();
       expect(await runs.closed(run.id)).toMatchObject({ closedBy: 'disposed' });
       const { events } = await raw.fetchHistory();
