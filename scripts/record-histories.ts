@@ -27,11 +27,13 @@
 // is disposed; v17 (`v17 foreign-child`) a parked run ignores a `childStarted` signal naming a
 // workflow whose id is not a run's, then is disposed (it cancels nothing); v18 (`v18
 // many-children`) a parked run with one more nested run than a batch of cancels, disposed: it
-// cancels them a batch at a time.
+// cancels them a batch at a time; v19 (`v19 malformed-input`) a raw client's run whose settings
+// are null fails at once.
 // The token limiter's workflow has versions of its own: v1 (`v1 limiter-continued limiter-ended`,
 // files `token-limiter-v1-*.json`) reservations that wait, a charge, a continue-as-new, and the end;
 // v2 (`v2 limiter-malformed`) the last run of such a limiter ignoring a raw client's charges of null
-// and of Infinity tokens.
+// and of Infinity tokens; v3 (`v3 limiter-malformed-input`) a limiter a raw client started with no
+// input, taken as a new one.
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,6 +42,7 @@ import { type Payload, defaultPayloadConverter } from '@temporalio/common';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { type SubagentTool, TemporalSubagentService, toolResult } from '../src';
+import { defaultTaskQueue } from '../src/seam/constants';
 import { builtinFileTools } from '../src/tools';
 import {
   createScriptedProvider,
@@ -59,6 +62,7 @@ import {
 import {
   SUBAGENT_RUN_WORKFLOW,
   type SubagentRunInput,
+  TOKEN_LIMITER_WORKFLOW,
   chargeTokensSignal,
   childStartedSignal,
   sendMessageSignal,
@@ -287,6 +291,12 @@ async function main(): Promise<void> {
       workflowId: `${run.id}-unnameable-parent`,
     });
     await unnameableParent.result().catch(() => undefined);
+    const malformedInput = await temporal.client.workflow.start(SUBAGENT_RUN_WORKFLOW, {
+      args: [{ ...runInput, settings: null } as never],
+      taskQueue: taskQueue!.name!,
+      workflowId: `${run.id}-malformed-input`,
+    });
+    await malformedInput.result().catch(() => undefined);
     const unnameableChild = service.start('scripted', { prompt: text('park'), parent: { id: 'recorder' } });
     await unnameableChild.result;
     await temporal.client.workflow
@@ -315,6 +325,12 @@ async function main(): Promise<void> {
 
     // An endpoint's token limiter: calls that wait for the bucket, one whose usage is over its
     // estimate (charged the rest), a continue-as-new, and the end once the bucket is full again.
+    // A limiter a raw client started with no input: a new one, which ends once it has lingered (since v3).
+    const rawLimiter = await temporal.client.workflow.start(TOKEN_LIMITER_WORKFLOW, {
+      args: [null as never],
+      workflowId: tokenLimiterId('limited-raw'),
+      taskQueue: defaultTaskQueue('limited'),
+    });
     const limitedCalls = 60;
     fake.enqueue(
       textReply('over the estimate', { usage: { prompt: 2000, completion: 10 } }),
@@ -331,6 +347,7 @@ async function main(): Promise<void> {
     await limiterHandle.signal(chargeTokensSignal, null as never);
     await limiterHandle.signal(chargeTokensSignal, { tokensPerMinute: 30_000, burst: 600, tokens: Infinity });
     const limiterRuns = await untilClosed(limiter);
+    await rawLimiter.result();
 
     // One agent-loop turn long enough to continue as new between two of its model calls.
     const steps = 30;
@@ -376,10 +393,12 @@ async function main(): Promise<void> {
       ['malformed-message', malformedMessage.id, undefined],
       ['foreign-child', foreignChild.id, undefined],
       ['many-children', manyChildren.id, undefined],
+      ['malformed-input', malformedInput.workflowId, undefined],
       // The token limiter's recordings are versioned on their own (`v1 limiter-continued limiter-ended`).
       ['limiter-continued', limiter, limiterRuns[0], 'token-limiter'],
       ['limiter-ended', limiter, limiterRuns.at(-1), 'token-limiter'],
       ['limiter-malformed', limiter, limiterRuns.at(-1), 'token-limiter'],
+      ['limiter-malformed-input', rawLimiter.workflowId, undefined, 'token-limiter'],
     ];
     // A version that changes one path records only the labels given after it.
     const chosen = recordings.filter(([label, , , workflow]) =>

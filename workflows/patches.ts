@@ -62,6 +62,14 @@ export const NESTED_CANCELS_DELIVERED_PATCH = 'nested-cancels-delivered';
 export const UNNAMEABLE_IDS_PATCH = 'unnameable-ids-refused';
 
 /**
+ * A run whose input its code cannot run with (a raw client's: ours resolves and checks every field)
+ * fails at once, `INVALID_REQUEST`: a part that is not an object, a prompt that is not content, a
+ * setting that is not a number of its kind. Before, each failed every workflow task of the run, or
+ * its turn on every attempt. Asked with `patched()` itself, and only by such runs.
+ */
+export const MALFORMED_INPUT_PATCH = 'malformed-input-refused';
+
+/**
  * A `sendMessage` signal whose content is not content (a raw client's: ours checks it) is dropped,
  * counted in `droppedMessages`. Before, it became a turn's input, and the turn failed on every
  * attempt. Asked with `patched()` itself, and only by runs that get one.

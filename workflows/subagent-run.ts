@@ -21,14 +21,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { budgetStop, remainingBudget } from '../src/seam/budget';
-import {
-  MAX_WORKFLOW_ID_BYTES,
-  isRunId,
-  isWholeNumber,
-  isWorkflowId,
-  payloadBytes,
-  payloadLimitViolation,
-} from '../src/seam/constants';
+import { isRunId, isWholeNumber, isWorkflowId, payloadBytes, payloadLimitViolation } from '../src/seam/constants';
 import { type ContentBlock, contentViolation } from '../src/seam/content';
 import { isPlainObject } from '../src/seam/json';
 import type { SubagentResult, SubagentTurnResult } from '../src/seam/result';
@@ -65,9 +58,11 @@ import {
   rememberMessageId,
 } from './definitions';
 import { Approvals, carriedMemo } from './approvals';
+import { malformedIn, unnameableIn } from './run-input';
 import {
   CHILD_SETTLED_PATCH,
   FOREIGN_CHILDREN_PATCH,
+  MALFORMED_INPUT_PATCH,
   NESTED_CANCELS_DELIVERED_PATCH,
   PATCHES,
   MALFORMED_MESSAGES_PATCH,
@@ -91,13 +86,11 @@ const { subagentSegmentSettled } = proxyLocalActivities<{
 }>({ startToCloseTimeout: '10 seconds' });
 
 export async function subagentRunWorkflow(input: SubagentRunInput): Promise<SubagentRunOutcome> {
-  const { settings, request, carried } = input;
   // At the first activation: which build began the run decides its paths (see `runPaths`).
   const takes = runPaths();
-  const unnameable = unnameableIn(input);
-  if (unnameable !== undefined && patched(UNNAMEABLE_IDS_PATCH)) {
-    throw ApplicationFailure.nonRetryable(`the run cannot start: ${unnameable}`, 'INVALID_REQUEST');
-  }
+  refuseToStart(malformedIn(input), MALFORMED_INPUT_PATCH);
+  refuseToStart(unnameableIn(input), UNNAMEABLE_IDS_PATCH);
+  const { settings, request, carried } = input;
   const segment = carried?.segment ?? 0;
   const state: RunState = {
     runId: workflowInfo().workflowId,
@@ -624,18 +617,13 @@ export async function subagentRunWorkflow(input: SubagentRunInput): Promise<Suba
 }
 
 /**
- * Which id of a run's input its commands could not carry, if any: the parent it signals, and the
- * task queue its model calls go to. Our client refuses such input; a raw client may send it.
+ * Fails the run at once, `INVALID_REQUEST`, for input its code cannot run with (`reason`): a raw
+ * client's, which failed each of its workflow tasks. Behind `patch`, asked only by such runs.
  */
-function unnameableIn({ request, modelTaskQueue }: SubagentRunInput): string | undefined {
-  const parentRunId = request.parent.runId;
-  if (parentRunId !== undefined && !isWorkflowId(parentRunId)) {
-    return `request.parent.runId must be well-formed text of 1 to ${MAX_WORKFLOW_ID_BYTES} bytes`;
+function refuseToStart(reason: string | undefined, patch: string): void {
+  if (reason !== undefined && patched(patch)) {
+    throw ApplicationFailure.nonRetryable(`the run cannot start: ${reason}`, 'INVALID_REQUEST');
   }
-  if (modelTaskQueue !== undefined && !isWorkflowId(modelTaskQueue)) {
-    return `modelTaskQueue must be well-formed text of 1 to ${MAX_WORKFLOW_ID_BYTES} bytes`;
-  }
-  return undefined;
 }
 
 /**

@@ -15,6 +15,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { ReserveTokensArgs, TokenQuota } from '../activities/types';
+import { isPlainObject } from '../src/seam/json';
 import { type TokenBucketState, type TokenLimiterInput, chargeTokensSignal, reserveTokensUpdate } from './definitions';
 
 /** Reservations one run takes before it continues as new: the server refuses a run's 2,000th update. */
@@ -30,8 +31,16 @@ const LINGER_MS = 60_000;
  */
 export const MALFORMED_CHARGES_PATCH = 'malformed-charges-ignored';
 
+/**
+ * A limiter started with input that is not an object (a raw client's: our workers start it with
+ * `{}`) starts as a new one. Before, null failed every workflow task of the limiter, so no call of
+ * the provider left, fleet-wide. Asked with `patched()`, and only by such a limiter.
+ */
+export const MALFORMED_LIMITER_INPUT_PATCH = 'malformed-limiter-input-ignored';
+
 export async function tokenLimiterWorkflow(input: TokenLimiterInput): Promise<void> {
-  let bucket = input.bucket;
+  const started = isPlainObject(input) || !patched(MALFORMED_LIMITER_INPUT_PATCH) ? input : {};
+  let bucket = started.bucket;
   let quota: TokenQuota | undefined;
   let reservations = 0;
   let changes = 0;

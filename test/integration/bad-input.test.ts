@@ -392,6 +392,16 @@ describe('a raw Temporal client (ours refuses these at start)', () => {
     request: { ...input.request, parent: { ...input.request.parent, runId } },
   });
 
+  /** The input with its settings, or its request, replaced. */
+  const withSettings = (alter: (settings: Record<string, any>) => unknown) => (input: SubagentRunInput) => ({
+    ...input,
+    settings: alter(input.settings),
+  });
+  const withRequest = (alter: (request: Record<string, any>) => unknown) => (input: SubagentRunInput) => ({
+    ...input,
+    request: alter(input.request),
+  });
+
   it.each([
     [
       'a parent run id with a lone surrogate (core shut the worker down)',
@@ -407,6 +417,31 @@ describe('a raw Temporal client (ours refuses these at start)', () => {
       'a model task queue with a lone surrogate (its model calls would have shut the worker down)',
       (input: SubagentRunInput) => ({ ...input, modelTaskQueue: 'model\ud800' }),
       'modelTaskQueue must be',
+    ],
+    ['nothing in it (null: a TypeError failed every workflow task)', () => null, 'its input must be an object'],
+    ['settings of null (the same)', withSettings(() => null), 'settings must be an object'],
+    ['settings without a retry policy (the same)', withSettings(() => ({})), 'settings.turnRetry must be an object'],
+    [
+      'a resume window that is text (its park, a timer of NaN ms, failed every workflow task)',
+      withSettings((settings) => ({ ...settings, resumeWindowMs: '1 day' })),
+      'settings.resumeWindowMs cannot be "1 day"',
+    ],
+    [
+      'a retry policy of 2 ** 31 attempts (the server refused every workflow task)',
+      withSettings((settings) => ({ ...settings, turnRetry: { ...settings.turnRetry, maximumAttempts: 2 ** 31 } })),
+      'settings.turnRetry.maximumAttempts cannot be 2147483648',
+    ],
+    ['a request of null (a TypeError failed every workflow task)', withRequest(() => null), 'request must be'],
+    ['a parent of null (the same)', withRequest((request) => ({ ...request, parent: null })), 'request.parent must be'],
+    [
+      'a prompt of null (its turn failed on every attempt)',
+      withRequest((request) => ({ ...request, prompt: null })),
+      'request.prompt must be',
+    ],
+    [
+      'a seed whose entries are text (the same)',
+      withRequest((request) => ({ ...request, seed: { entries: 'hello' } })),
+      'request.seed must be',
     ],
   ])('fails a run whose input has %s at once, INVALID_REQUEST, and the worker runs on', async (_case, alter, says) => {
     const { run, input, taskQueue } = await parkedRunAndInput();

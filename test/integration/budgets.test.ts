@@ -10,7 +10,8 @@ import { errorReply, startFakeOpenAI, textReply, toolCallReply } from '../../src
 import { builtinFileTools, createDelegationTool, createSpawnProvider } from '../../src/worker';
 import { fakeModelHarness } from '../helpers/fake-model';
 import { connectTestTemporal, newService, startWorker, text, uniqueName } from '../helpers/temporal';
-import { chargeTokensSignal, tokenLimiterId } from '../../workflows/definitions';
+import { defaultTaskQueue } from '../../src/seam/constants';
+import { TOKEN_LIMITER_WORKFLOW, chargeTokensSignal, tokenLimiterId } from '../../workflows/definitions';
 
 const cwd = mkdtempSync(join(tmpdir(), 'subagent-budgets-'));
 writeFileSync(join(cwd, 'notes.txt'), 'notes\n');
@@ -328,6 +329,23 @@ async function limitedProvider(label: string) {
   const run = (prompt: string) => service.start(provider.name, { prompt: text(prompt), parent });
   return { provider, stop, run };
 }
+
+it("takes a token limiter that a raw client started with no input (null) as a new one: the provider's calls still leave (every workflow task of the limiter failed, and no call left)", async () => {
+  const { provider, stop, run } = await limitedProvider('malformed-limiter');
+  try {
+    await harness.temporal.client.workflow.start(TOKEN_LIMITER_WORKFLOW, {
+      args: [null as never],
+      workflowId: tokenLimiterId(provider.name),
+      taskQueue: defaultTaskQueue(provider.name),
+    });
+    harness.fake.setHandler(() => textReply('done'));
+    const first = run('x');
+    expect((await first.result).stopReason).toBe('completed');
+    await first.dispose();
+  } finally {
+    await stop();
+  }
+}, 60_000);
 
 it('charges a call that reports more than its whole token bucket only the bucket: the next call waits a second, not days', async () => {
   const { stop, run } = await limitedProvider('absurd-usage');

@@ -43,7 +43,7 @@ describe('replay', () => {
     (file) => (file.startsWith('subagent-run-') || file.startsWith('token-limiter-')) && file.endsWith('.json'),
   );
 
-  it("has recorded histories of each shipped workflow version: the run's v1, v2 with its patched paths, v3 to v18, and the overwritten ones; the token limiter's v1 and v2", () => {
+  it("has recorded histories of each shipped workflow version: the run's v1, v2 with its patched paths, v3 to v19, and the overwritten ones; the token limiter's v1 to v3", () => {
     expect(files).toEqual(
       expect.arrayContaining([
         ...['start', 'resumed', 'structured', 'agent-loop'].map((label) => `subagent-run-v1-${label}.json`),
@@ -68,8 +68,10 @@ describe('replay', () => {
         'subagent-run-v16-malformed-message.json',
         'subagent-run-v17-foreign-child.json',
         'subagent-run-v18-many-children.json',
+        'subagent-run-v19-malformed-input.json',
         ...['continued', 'ended'].map((label) => `token-limiter-v1-${label}.json`),
         'token-limiter-v2-malformed.json',
+        'token-limiter-v3-malformed-input.json',
         ...['start', 'resumed'].map((label) => `subagent-run-v1-${label}.ec5e0de.json`),
         ...['start', 'resumed', 'structured'].map((label) => `subagent-run-v1-${label}.d523cac.json`),
         ...['start', 'resumed', 'structured', 'agent-loop'].map((label) => `subagent-run-v1-${label}.ad44515.json`),
