@@ -64,8 +64,9 @@ export const UNNAMEABLE_IDS_PATCH = 'unnameable-ids-refused';
 /**
  * A run whose input its code cannot run with (a raw client's: ours resolves and checks every field)
  * fails at once, `INVALID_REQUEST`: a part that is not an object, a prompt that is not content, a
- * setting that is not a number of its kind. Before, each failed every workflow task of the run, or
- * its turn on every attempt. Asked with `patched()` itself, and only by such runs.
+ * setting that is not a number of its kind, carried state whose lists are not lists. Before, each
+ * failed every workflow task of the run, or its turn on every attempt. Asked with `patched()`
+ * itself, and only by such runs (workflows/run-input.ts).
  */
 export const MALFORMED_INPUT_PATCH = 'malformed-input-refused';
 

@@ -11,10 +11,11 @@ const MAX_ATTEMPTS = 2 ** 31 - 1;
 
 /**
  * What of a run's input its code cannot run with, if anything: a part that is not an object, a
- * prompt that is not content, a setting that is not a number of the kind it is. Before, each failed
- * every workflow task of the run (a TypeError, or a timer of NaN ms at its park), or its turn on
- * every attempt. A setting that runs of earlier builds lack may be absent (`maxStepsPerTurn`,
- * `structuredNudgeRetries`, `maxPayloadBytes`, `approvalTimeoutMs`).
+ * prompt that is not content, a setting that is not a number of the kind it is, carried state
+ * whose lists are not lists. Before, each failed every workflow task of the run (a TypeError, or a
+ * timer of NaN ms at its park), or its turn on every attempt, or parked it beyond a dispose. What
+ * runs of earlier builds lack may be absent (`maxStepsPerTurn`, `structuredNudgeRetries`,
+ * `maxPayloadBytes`, `approvalTimeoutMs`; a carried state's `children` and `messageIds`).
  */
 export function malformedIn(input: unknown): string | undefined {
   if (!isPlainObject(input)) return 'its input must be an object';
@@ -28,14 +29,21 @@ export function malformedIn(input: unknown): string | undefined {
     return 'request.seed must be { entries: [...] }';
   }
   if (!isPlainObject(settings)) return 'settings must be an object';
-  return settingsViolation(settings);
+  if (!isPlainObject(settings.turnRetry)) return 'settings.turnRetry must be an object';
+  const { carried } = input;
+  if (carried !== undefined && !isPlainObject(carried)) return 'carried must be an object';
+  return fieldsViolation('settings', settings, SETTINGS) ?? (carried && fieldsViolation('carried', carried, CARRIED));
 }
 
-function settingsViolation(settings: Record<string, any>): string | undefined {
-  if (!isPlainObject(settings.turnRetry)) return 'settings.turnRetry must be an object';
-  for (const [path, fits] of SETTINGS) {
-    const value: unknown = path.split('.').reduce((part, key) => part[key], settings);
-    if (!fits(value)) return `settings.${path} cannot be ${describeValue(value).slice(0, 200)}`;
+/** The first field of `object` (at `path`) that does not fit what `fields` says it must be. */
+function fieldsViolation(
+  name: string,
+  object: Record<string, any>,
+  fields: readonly [string, Fits][],
+): string | undefined {
+  for (const [path, fits] of fields) {
+    const value: unknown = path.split('.').reduce((part, key) => part[key], object);
+    if (!fits(value)) return `${name}.${path} cannot be ${describeValue(value).slice(0, 200)}`;
   }
   return undefined;
 }
@@ -54,6 +62,7 @@ const optional =
   (fits: Fits): Fits =>
   (value) =>
     value === undefined || fits(value);
+const list: Fits = (value) => Array.isArray(value);
 const listOfText: Fits = (value) => Array.isArray(value) && value.every((item) => typeof item === 'string');
 
 /** Each setting the run reads, and what it must be (`ResolvedRunSettings`, as `resolveRunSettings` makes it). */
@@ -70,6 +79,16 @@ const SETTINGS: readonly [string, Fits][] = [
   ['turnRetry.backoffCoefficient', atLeast(1)],
   ['turnRetry.maximumAttempts', whole(1, MAX_ATTEMPTS)],
   ['turnRetry.nonRetryableErrorTypes', listOfText],
+];
+
+/** What a continued run reads of the state its run before carried (`SubagentRunCarry`) before anything else. */
+const CARRIED: readonly [string, Fits][] = [
+  ['segment', whole(0)],
+  ['turn', whole(0)],
+  ['transcript', list],
+  ['pending', list],
+  ['children', optional(listOfText)],
+  ['messageIds', optional(listOfText)],
 ];
 
 /**

@@ -401,6 +401,11 @@ describe('a raw Temporal client (ours refuses these at start)', () => {
     ...input,
     request: alter(input.request),
   });
+  /** The input of a run continued as new, with `fields` in the state it carries. */
+  const withCarried = (fields: Record<string, unknown>) => (input: SubagentRunInput) => ({
+    ...input,
+    carried: { segment: 0, turn: 0, transcript: [], pending: [text('hi')], children: [], ...fields },
+  });
 
   it.each([
     [
@@ -442,6 +447,19 @@ describe('a raw Temporal client (ours refuses these at start)', () => {
       'a seed whose entries are text (the same)',
       withRequest((request) => ({ ...request, seed: { entries: 'hello' } })),
       'request.seed must be',
+    ],
+    [
+      'carried state whose nested runs are a number (a TypeError failed every workflow task)',
+      withCarried({ children: 5 }),
+      'carried.children cannot be 5',
+    ],
+    ['carried state whose transcript is a number (the same)', withCarried({ transcript: 5 }), 'carried.transcript'],
+    ['carried state whose messages are a number (the same)', withCarried({ pending: 5 }), 'carried.pending'],
+    ['carried state whose message ids are a number (the same)', withCarried({ messageIds: 5 }), 'carried.messageIds'],
+    [
+      'carried state whose segment is text (it parked, and no dispose reached it)',
+      withCarried({ segment: 'first' }),
+      'carried.segment cannot be "first"',
     ],
   ])('fails a run whose input has %s at once, INVALID_REQUEST, and the worker runs on', async (_case, alter, says) => {
     const { run, input, taskQueue } = await parkedRunAndInput();
