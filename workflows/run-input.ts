@@ -87,8 +87,10 @@ const CARRIED: readonly [string, Fits][] = [
   ['turn', whole(0)],
   ['transcript', list],
   ['pending', list],
-  ['children', optional(listOfText)],
-  ['messageIds', optional(listOfText)],
+  // Lists of anything: a raw client's `sendMessage` may carry an id of any type, which the run
+  // remembers, and a run from before `foreign-children-ignored` took a child of any type.
+  ['children', optional(list)],
+  ['messageIds', optional(list)],
 ];
 
 /**

@@ -489,6 +489,16 @@ describe('a raw Temporal client (ours refuses these at start)', () => {
     await resumed.dispose();
   });
 
+  it("takes a sendMessage signal whose id is a number, and the run it continues as new into runs: a carried list may hold what a raw client's signal did", async () => {
+    const { run } = await parkedRunAndInput();
+    await runs.temporal.client.workflow
+      .getHandle(run.id)
+      .signal(sendMessageSignal, { content: text('hi'), id: 7 } as never);
+    const resumed = run.resume!(text('go on'));
+    expect(await resumed.result).toMatchObject({ stopReason: 'completed' });
+    await resumed.dispose();
+  });
+
   it('refuses a resume whose content is not content with INVALID_REQUEST, and the run stays parked', async () => {
     const { run } = await parkedRunAndInput();
     const raw = runs.temporal.client.workflow.getHandle(run.id);
