@@ -6,6 +6,7 @@ import type { Client } from '@temporalio/client';
 import { type SubagentRunStatus, approveUpdate, statusQuery } from '../../workflows/definitions';
 import { MAX_APPROVAL_REASON_CHARS, MAX_WORKFLOW_ID_BYTES } from '../seam/constants';
 import { SubagentError } from '../seam/errors';
+import { describeValue } from '../seam/json';
 import type { SubagentApprovalDecision } from '../seam/result';
 import type { SubagentApprovalAnswer } from '../seam/run';
 import { isNotFound, sendAgainIfDropped, toSubagentError } from '../temporal/errors';
@@ -32,10 +33,16 @@ export async function approveRequest(
   requestId: string,
   answer: SubagentApprovalAnswer,
 ): Promise<SubagentApprovalDecision> {
+  if (typeof answer !== 'string' && (typeof answer !== 'object' || answer === null)) {
+    throw new SubagentError(
+      `approve: the answer must be "allow", "deny" or { decision, reason? } (got ${describeValue(answer)})`,
+      'INVALID_REQUEST',
+    );
+  }
   let decision: unknown;
   let reason: unknown;
   try {
-    ({ decision, reason } = typeof answer === 'string' ? { decision: answer, reason: undefined } : (answer ?? {}));
+    ({ decision, reason } = typeof answer === 'string' ? { decision: answer, reason: undefined } : answer);
   } catch (err) {
     // A getter or a Proxy trap of the caller's that throws.
     throw new SubagentError('approve: the answer could not be read', 'INVALID_REQUEST', { cause: err });

@@ -114,6 +114,9 @@ export class TemporalSubagentService {
    * that cannot name runs (empty, not well-formed, over 900 bytes) or bad run settings, and rethrows a `subagent/provider-added` listener's error after rolling back.
    */
   registerProvider(provider: SubagentProviderDescriptor | SubagentProvider): () => void {
+    if (typeof provider !== 'object' || provider === null) {
+      throw new SubagentError('a provider must be an object with a name', 'INVALID_CONFIG');
+    }
     const { name } = provider;
     const badName = providerNameViolation(name);
     if (badName) throw new SubagentError(badName, 'INVALID_CONFIG');

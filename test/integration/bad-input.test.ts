@@ -288,6 +288,45 @@ describe('messages and resumes with bad input', () => {
   });
 });
 
+it.each([
+  [
+    'a listener that is not a function (every later registration threw a TypeError, and rolled back)',
+    'subagent/provider-added',
+    5,
+  ],
+  ['an event the service never emits (the listener heard nothing)', 'subagent/started', () => undefined],
+])('refuses %s with INVALID_CONFIG, and registering still works', (_case, event, listener) => {
+  const service = newService(runs.temporal);
+  expect(() => service.on(event as never, listener as never)).toThrow(
+    expect.objectContaining({ code: 'INVALID_CONFIG' }),
+  );
+  service.registerProvider(scripted);
+  expect(service.list()).toEqual([scripted.name]);
+});
+
+it('refuses a provider that is not an object with INVALID_CONFIG (it was a TypeError)', () => {
+  for (const provider of [null, undefined, 'scripted']) {
+    expect(() => newService(runs.temporal).registerProvider(provider as never)).toThrow(
+      expect.objectContaining({ code: 'INVALID_CONFIG' }),
+    );
+  }
+});
+
+it.each([
+  [5, 'got 5'],
+  [null, 'got null'],
+])(
+  'refuses an approval answer of %s with INVALID_REQUEST saying what it got (it said the decision was undefined)',
+  async (answer, says) => {
+    const run = runs.service.start(scripted.name, valid);
+    await expect(run.approve!(`${run.id}/t0.s0.c0`, answer as never)).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+      message: expect.stringContaining(says),
+    });
+    await run.dispose();
+  },
+);
+
 it('refuses a resume whose conversation outgrew the payload limit with PAYLOAD_TOO_LARGE, and the run stays parked', async () => {
   const small = newService(runs.temporal, { maxPayloadBytes: 20_000 });
   small.registerProvider(scripted);
