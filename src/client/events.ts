@@ -15,6 +15,7 @@ export interface SubagentServiceEvents {
 }
 
 export type SubagentEventName = keyof SubagentServiceEvents;
+export type SubagentEventListener<E extends SubagentEventName> = (...args: SubagentServiceEvents[E]) => void;
 
 /** Every event the service emits (keys of a record, so that the compiler holds the list whole). */
 const EVENT_NAMES: readonly string[] = Object.keys({
@@ -24,7 +25,6 @@ const EVENT_NAMES: readonly string[] = Object.keys({
   'subagent/end': true,
   'subagent/message-undelivered': true,
 } satisfies Record<SubagentEventName, true>);
-export type SubagentEventListener<E extends SubagentEventName> = (...args: SubagentServiceEvents[E]) => void;
 
 export class SubagentEvents {
   private readonly listeners = new Map<SubagentEventName, Set<(...args: any[]) => void>>();
