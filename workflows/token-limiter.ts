@@ -87,7 +87,15 @@ export async function tokenLimiterWorkflow(input: TokenLimiterInput): Promise<vo
   }
 }
 
-function validateReservation({ tokens, tokensPerMinute, burst }: ReserveTokensArgs): void {
+function validateReservation(args: unknown): void {
+  // A raw client's null was refused with the SDK's TypeError.
+  if (!isPlainObject(args)) {
+    throw ApplicationFailure.nonRetryable(
+      'a token reservation is { tokens, tokensPerMinute, burst }',
+      'INVALID_REQUEST',
+    );
+  }
+  const { tokens, tokensPerMinute, burst } = args as ReserveTokensArgs;
   const positive = (value: number) => typeof value === 'number' && Number.isFinite(value) && value > 0;
   if (!positive(tokens) || !positive(tokensPerMinute) || !positive(burst)) {
     throw ApplicationFailure.nonRetryable(

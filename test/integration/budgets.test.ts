@@ -4,6 +4,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
 import type { SubagentModelEndpoint, SubagentRunEvent } from '../../src';
 import { exportAudit, verifyAudit } from '../../src/audit';
 import { errorReply, startFakeOpenAI, textReply, toolCallReply } from '../../src/testing';
@@ -11,7 +12,12 @@ import { builtinFileTools, createDelegationTool, createSpawnProvider } from '../
 import { fakeModelHarness } from '../helpers/fake-model';
 import { connectTestTemporal, newService, startWorker, text, uniqueName } from '../helpers/temporal';
 import { defaultTaskQueue } from '../../src/seam/constants';
-import { TOKEN_LIMITER_WORKFLOW, chargeTokensSignal, tokenLimiterId } from '../../workflows/definitions';
+import {
+  TOKEN_LIMITER_WORKFLOW,
+  chargeTokensSignal,
+  reserveTokensUpdate,
+  tokenLimiterId,
+} from '../../workflows/definitions';
 
 const cwd = mkdtempSync(join(tmpdir(), 'subagent-budgets-'));
 writeFileSync(join(cwd, 'notes.txt'), 'notes\n');
@@ -363,24 +369,41 @@ it('charges a call that reports more than its whole token bucket only the bucket
   }
 }, 60_000);
 
-it("ignores a raw client's charge that is no charge: the provider's calls still leave", async () => {
-  const { provider, stop, run } = await limitedProvider('malformed-charge');
+/**
+ * A call of a rate-limited provider, then `meddle` with its limiter (lingering, full, after the
+ * call) as a raw client may, then another call: the second completes too.
+ */
+async function callsStillLeave(label: string, meddle: (limiter: WorkflowHandle) => Promise<void>): Promise<void> {
+  const { provider, stop, run } = await limitedProvider(label);
   try {
     harness.fake.setHandler(() => textReply('done'));
     const first = run('x');
     expect((await first.result).stopReason).toBe('completed');
-    // The limiter lingers, full: charges no worker of ours sends. Null failed every workflow task
-    // of the limiter (no call of the provider left again), Infinity put it in debt for ever.
-    const limiter = harness.temporal.client.workflow.getHandle(tokenLimiterId(provider.name));
-    const quota = { tokensPerMinute: 600_000, burst: 10_000 };
-    await limiter.signal(chargeTokensSignal, null as never);
-    await limiter.signal('chargeTokens');
-    await limiter.signal(chargeTokensSignal, { ...quota, tokens: Infinity });
-    await limiter.signal(chargeTokensSignal, { ...quota, tokens: 1e300 });
+    await meddle(harness.temporal.client.workflow.getHandle(tokenLimiterId(provider.name)));
     const second = run('y');
     expect((await second.result).stopReason).toBe('completed');
     await Promise.all([first.dispose(), second.dispose()]);
   } finally {
     await stop();
   }
+}
+
+it("refuses a raw client's token reservation of null with INVALID_REQUEST (it was the SDK's TypeError), and the provider's calls still leave", async () => {
+  await callsStillLeave('null-reservation', async (limiter) => {
+    await expect(limiter.executeUpdate(reserveTokensUpdate, { args: [null as never] })).rejects.toMatchObject({
+      cause: { type: 'INVALID_REQUEST' },
+    });
+  });
+}, 60_000);
+
+it("ignores a raw client's charge that is no charge: the provider's calls still leave", async () => {
+  // Charges no worker of ours sends. Null failed every workflow task of the limiter (no call of
+  // the provider left again), Infinity put it in debt for ever.
+  await callsStillLeave('malformed-charge', async (limiter) => {
+    const quota = { tokensPerMinute: 600_000, burst: 10_000 };
+    await limiter.signal(chargeTokensSignal, null as never);
+    await limiter.signal('chargeTokens');
+    await limiter.signal(chargeTokensSignal, { ...quota, tokens: Infinity });
+    await limiter.signal(chargeTokensSignal, { ...quota, tokens: 1e300 });
+  });
 }, 60_000);
