@@ -32,14 +32,16 @@ const LINGER_MS = 60_000;
 export const MALFORMED_CHARGES_PATCH = 'malformed-charges-ignored';
 
 /**
- * A limiter started with input that is not an object (a raw client's: our workers start it with
- * `{}`) starts as a new one. Before, null failed every workflow task of the limiter, so no call of
- * the provider left, fleet-wide. Asked with `patched()`, and only by such a limiter.
+ * A limiter started with input that is not an object, or with a bucket that is not one (a raw
+ * client's: our workers start it with `{}`, and carry finite numbers) starts as a new one. Before,
+ * null failed every workflow task of the limiter, so no call of the provider left, fleet-wide; a
+ * bucket of text answered each reservation with a start of NaN, so no call waited for the quota.
+ * Asked with `patched()`, and only by such a limiter.
  */
 export const MALFORMED_LIMITER_INPUT_PATCH = 'malformed-limiter-input-ignored';
 
 export async function tokenLimiterWorkflow(input: TokenLimiterInput): Promise<void> {
-  const started = isPlainObject(input) || !patched(MALFORMED_LIMITER_INPUT_PATCH) ? input : {};
+  const started = isLimiterInput(input) || !patched(MALFORMED_LIMITER_INPUT_PATCH) ? input : {};
   let bucket = started.bucket;
   let quota: TokenQuota | undefined;
   let reservations = 0;
@@ -109,6 +111,13 @@ function validateReservation(args: unknown): void {
       'OVER_TOKEN_BURST',
     );
   }
+}
+
+/** Input as our workers start a limiter with, or carry through continue-as-new. */
+function isLimiterInput(input: unknown): boolean {
+  if (!isPlainObject(input)) return false;
+  const { bucket } = input;
+  return bucket === undefined || (isPlainObject(bucket) && Number.isFinite(bucket.level) && Number.isFinite(bucket.at));
 }
 
 /** A charge as our workers send it: finite, positive numbers, and no more tokens than the bucket holds. */

@@ -353,6 +353,26 @@ it("takes a token limiter that a raw client started with no input (null) as a ne
   }
 }, 60_000);
 
+it('takes a token limiter that a raw client started with a bucket of text as a new one: a reservation is answered with a time to send (it was NaN, so no call waited for the quota)', async () => {
+  const { provider, stop } = await limitedProvider('text-bucket');
+  try {
+    const limiter = await harness.temporal.client.workflow.start(TOKEN_LIMITER_WORKFLOW, {
+      args: [{ bucket: { level: 'full', at: 'now' } } as never],
+      workflowId: tokenLimiterId(provider.name),
+      taskQueue: defaultTaskQueue(provider.name),
+    });
+    const before = Date.now();
+    const { startAt } = await limiter.executeUpdate(reserveTokensUpdate, {
+      args: [{ tokens: 100, tokensPerMinute: 600, burst: 1000 }],
+    });
+    expect(startAt).toBeGreaterThanOrEqual(before - 1000);
+    expect(startAt).toBeLessThanOrEqual(Date.now());
+    await limiter.terminate();
+  } finally {
+    await stop();
+  }
+}, 60_000);
+
 it('charges a call that reports more than its whole token bucket only the bucket: the next call waits a second, not days', async () => {
   const { stop, run } = await limitedProvider('absurd-usage');
   try {
