@@ -336,14 +336,19 @@ async function limitedProvider(label: string) {
   return { provider, stop, run };
 }
 
+/** Starts provider `name`'s token limiter as a raw client may, with `input` no worker of ours sends. */
+function startLimiterRaw(name: string, input: unknown): Promise<WorkflowHandle> {
+  return harness.temporal.client.workflow.start(TOKEN_LIMITER_WORKFLOW, {
+    args: [input as never],
+    workflowId: tokenLimiterId(name),
+    taskQueue: defaultTaskQueue(name),
+  });
+}
+
 it("takes a token limiter that a raw client started with no input (null) as a new one: the provider's calls still leave (every workflow task of the limiter failed, and no call left)", async () => {
   const { provider, stop, run } = await limitedProvider('malformed-limiter');
   try {
-    await harness.temporal.client.workflow.start(TOKEN_LIMITER_WORKFLOW, {
-      args: [null as never],
-      workflowId: tokenLimiterId(provider.name),
-      taskQueue: defaultTaskQueue(provider.name),
-    });
+    await startLimiterRaw(provider.name, null);
     harness.fake.setHandler(() => textReply('done'));
     const first = run('x');
     expect((await first.result).stopReason).toBe('completed');
@@ -356,11 +361,7 @@ it("takes a token limiter that a raw client started with no input (null) as a ne
 it('takes a token limiter that a raw client started with a bucket of text as a new one: a reservation is answered with a time to send (it was NaN, so no call waited for the quota)', async () => {
   const { provider, stop } = await limitedProvider('text-bucket');
   try {
-    const limiter = await harness.temporal.client.workflow.start(TOKEN_LIMITER_WORKFLOW, {
-      args: [{ bucket: { level: 'full', at: 'now' } } as never],
-      workflowId: tokenLimiterId(provider.name),
-      taskQueue: defaultTaskQueue(provider.name),
-    });
+    const limiter = await startLimiterRaw(provider.name, { bucket: { level: 'full', at: 'now' } });
     const before = Date.now();
     const { startAt } = await limiter.executeUpdate(reserveTokensUpdate, {
       args: [{ tokens: 100, tokensPerMinute: 600, burst: 1000 }],
